@@ -1,0 +1,32 @@
+"""minigrad: a small, readable autograd engine (NumPy on the CPU, CuPy on NVIDIA GPUs).
+
+Start reading at tensor.py (Tensor and backward), then ops.py and functional.py (the primitives,
+each with its backward beside its forward), then gradcheck.py (how we know they are right).
+"""
+
+import numpy as _np
+
+from minigrad import functional
+from minigrad.backend import cuda_available, manual_seed
+from minigrad.tensor import Function, Tensor, arange, is_grad_enabled, no_grad, ones, randn, tensor, zeros
+
+float32 = _np.dtype("float32")
+float64 = _np.dtype("float64")
+int64 = _np.dtype("int64")
+bool_ = _np.dtype("bool")
+
+__all__ = [
+    "Function", "GradcheckError", "Tensor", "arange", "bool_", "cuda_available", "float32", "float64",
+    "functional", "gradcheck", "int64", "is_grad_enabled", "manual_seed", "no_grad", "ones", "randn",
+    "tensor", "zeros",
+]
+
+
+def __getattr__(name: str):
+    """mg.gradcheck and mg.GradcheckError, imported on first use so that
+    `python -m minigrad.gradcheck` does not find its module already imported."""
+    if name in ("gradcheck", "GradcheckError"):
+        from minigrad import gradcheck as module
+
+        return getattr(module, name)
+    raise AttributeError(f"module 'minigrad' has no attribute {name!r}")

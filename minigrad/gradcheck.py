@@ -1,0 +1,254 @@
+"""Finite-difference gradient checks, for users and tests alike, and the table of every primitive.
+
+`gradcheck(fn, *inputs)` compares each input's backward() gradient with central differences in
+float64. `python -m minigrad.gradcheck` runs it over CASES (every primitive, several shapes each)
+and prints a table; the tests run the same table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from minigrad import backend
+from minigrad import functional as F
+from minigrad.tensor import Tensor, no_grad
+
+
+class GradcheckError(AssertionError):
+    """An analytic gradient disagrees with the finite-difference estimate."""
+
+
+@dataclass
+class InputReport:
+    index: int  # position among fn's inputs
+    shape: tuple[int, ...]
+    max_abs_err: float
+    max_rel_err: float
+    worst: tuple[int, ...]  # element where the check fails by most (or comes closest to failing)
+    analytic: float  # both gradients at `worst`
+    numeric: float
+    passed: bool
+
+    def describe(self) -> str:
+        return (f"input {self.index} (shape {self.shape}), element {self.worst}: analytic {self.analytic:.10g}, "
+                f"numeric {self.numeric:.10g} (abs err {self.max_abs_err:.3g}, rel err {self.max_rel_err:.3g})")
+
+
+@dataclass
+class GradcheckResult:
+    inputs: list[InputReport]
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.inputs)
+
+    @property
+    def max_abs_err(self) -> float:
+        return max(r.max_abs_err for r in self.inputs)
+
+    @property
+    def max_rel_err(self) -> float:
+        return max(r.max_rel_err for r in self.inputs)
+
+
+def gradcheck(fn: Callable[..., Tensor], *inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
+              rtol: float = 1e-3, seed: int = 0, raise_exception: bool = True) -> GradcheckResult:
+    """Check d fn / d input for every float64 input tensor that requires grad.
+
+    The output is contracted with a random upstream gradient g, so what is checked is the gradient
+    of sum(fn(*inputs) * g): a plain sum would pass a zero backward for softmax or layer norm, whose
+    sum is constant. Element k passes when |analytic - numeric| <= atol + rtol * |numeric|.
+    Raises GradcheckError naming the worst input and element, unless raise_exception=False.
+    """
+    checked = [(i, t) for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+    if not checked:
+        raise ValueError("gradcheck: no input is a tensor with requires_grad=True")
+    for i, t in checked:
+        if t.dtype != np.float64:
+            raise TypeError(f"gradcheck: input {i} is {t.dtype}; finite differences need float64 (use .to(mg.float64))")
+        t.data = backend.get_array_module(t.data).ascontiguousarray(t.data)  # so writes through reshape(-1) land
+        t.grad = None
+
+    out = fn(*inputs)
+    if not isinstance(out, Tensor) or out.dtype != np.float64:
+        raise TypeError(f"gradcheck: fn must return a float64 Tensor, got {out!r:.80}")
+    upstream = backend.to_device(np.random.default_rng(seed).standard_normal(out.shape), out.device)
+    out.backward(upstream)
+
+    def contracted() -> float:
+        return float((fn(*inputs).data * upstream).sum())
+
+    reports = []
+    with no_grad():
+        for i, t in checked:
+            analytic = backend.to_numpy(t.grad) if t.grad is not None else np.zeros(t.shape)
+            numeric = np.zeros(t.shape)
+            flat = t.data.reshape(-1)
+            for k in range(flat.size):
+                original = flat[k].item()
+                flat[k] = original + eps
+                plus = contracted()
+                flat[k] = original - eps
+                minus = contracted()
+                flat[k] = original
+                numeric.flat[k] = (plus - minus) / (2 * eps)
+            reports.append(_compare(i, analytic, numeric, atol, rtol))
+
+    result = GradcheckResult(reports)
+    if raise_exception and not result.passed:
+        failed = [r.describe() for r in reports if not r.passed]
+        raise GradcheckError("gradient check failed:\n  " + "\n  ".join(failed))
+    return result
+
+
+def _compare(index: int, analytic: np.ndarray, numeric: np.ndarray, atol: float, rtol: float) -> InputReport:
+    err = np.abs(analytic - numeric)
+    allowed = atol + rtol * np.abs(numeric)
+    rel = err / np.maximum(np.abs(numeric), 1e-12)
+    if err.size == 0:
+        return InputReport(index, analytic.shape, 0.0, 0.0, (), 0.0, 0.0, True)
+    worst = np.unravel_index(np.argmax(err - allowed), err.shape)
+    return InputReport(index, analytic.shape, float(err.max()), float(rel.max()), tuple(int(w) for w in worst),
+                       float(analytic[worst]), float(numeric[worst]), bool((err <= allowed).all()))
+
+
+# ---- the table: every primitive, several shapes ----
+
+@dataclass
+class Case:
+    """fn applied to float64 inputs of these shapes, drawn from N(0, 1) (or U(0.5, 2) if positive)."""
+    name: str
+    fn: Callable[..., Tensor]
+    shapes: tuple[tuple[int, ...], ...]
+    positive: bool = False
+
+    def inputs(self, device: str = "cpu", seed: int = 0) -> list[Tensor]:
+        rng = np.random.default_rng(seed)
+        draw = (lambda s: rng.uniform(0.5, 2.0, s)) if self.positive else rng.standard_normal
+        return [Tensor(draw(s), requires_grad=True, device=device) for s in self.shapes]
+
+
+def _seeded_dropout(x: Tensor) -> Tensor:
+    backend.manual_seed(0)  # the same mask at every evaluation, so finite differences make sense
+    return F.dropout(x, 0.3, training=True)
+
+
+def _attention_head(x: Tensor, wq: Tensor, wk: Tensor, wv: Tensor) -> Tensor:
+    """One causal attention head: softmax(mask(q k^T / sqrt(d))) v."""
+    q, k, v = x @ wq, x @ wk, x @ wv  # (B, T, hs)
+    scores = q @ k.transpose(0, 2, 1) * (1.0 / np.sqrt(q.shape[-1]))  # (B, T, T)
+    scores = F.masked_fill(scores, F.causal_mask(x.shape[1], device=x.device), float("-inf"))
+    return F.softmax(scores) @ v
+
+
+_TARGETS = np.array([[1, 0, 4], [2, 2, 3]])
+_IGNORED = np.array([[1, -100, 4], [-100, 2, 3]])
+_TOKENS = np.array([[0, 2, 0], [4, 2, 2]])
+_MASK_2D = np.array([[True, False, False, True], [False, True, False, False], [False, False, True, True]])
+
+CASES: list[Case] = [
+    Case("add", lambda a, b: a + b, ((3, 4), (3, 4))),
+    Case("add broadcast", lambda a, b: a + b, ((3, 1), (1, 4))),
+    Case("add scalar tensor", lambda a, b: a + b, ((), (2, 3))),
+    Case("add trailing", lambda a, b: a + b, ((2, 3, 4), (4,))),
+    Case("sub broadcast", lambda a, b: a - b, ((3, 1), (1, 4))),
+    Case("sub x - x", lambda x: x - x, ((2, 3),)),
+    Case("mul", lambda a, b: a * b, ((2, 3), (2, 3))),
+    Case("mul broadcast", lambda a, b: a * b, ((3, 1), (1, 4))),
+    Case("mul x * x", lambda x: x * x, ((2, 3),)),
+    Case("mul python scalar", lambda x: 2.5 * x, ((2, 3),)),
+    Case("div", lambda a, b: a / b, ((2, 3), (2, 3)), positive=True),
+    Case("div broadcast", lambda a, b: a / b, ((3, 1), (1, 4)), positive=True),
+    Case("rdiv python scalar", lambda x: 1.0 / x, ((2, 3),), positive=True),
+    Case("pow scalar exponent", lambda x: x**3, ((2, 3),)),
+    Case("pow tensor exponent", lambda a, b: a**b, ((3, 1), (1, 4)), positive=True),
+    Case("neg", lambda x: -x, ((2, 3),)),
+    Case("exp", lambda x: x.exp(), ((2, 3, 4),)),
+    Case("log", lambda x: x.log(), ((2, 3, 4),), positive=True),
+    Case("sqrt", lambda x: x.sqrt(), ((2, 3, 4),), positive=True),
+    Case("tanh", lambda x: x.tanh(), ((2, 3, 4),)),
+    Case("sum all", lambda x: x.sum(), ((2, 3, 4),)),
+    Case("sum axis 0", lambda x: x.sum(axis=0), ((2, 3, 4),)),
+    Case("sum axes (0, 2) keepdims", lambda x: x.sum(axis=(0, 2), keepdims=True), ((2, 3, 4),)),
+    Case("mean all", lambda x: x.mean(), ((2, 3, 4),)),
+    Case("mean axis 1", lambda x: x.mean(axis=1), ((2, 3, 4),)),
+    Case("mean axis -1 keepdims", lambda x: x.mean(axis=-1, keepdims=True), ((3, 5),)),
+    Case("max all", lambda x: x.max(), ((2, 3, 4),)),
+    Case("max axis 1", lambda x: x.max(axis=1), ((2, 3, 4),)),
+    Case("max axis 0 keepdims", lambda x: x.max(axis=0, keepdims=True), ((4, 3),)),
+    Case("reshape", lambda x: x.reshape(6, 4), ((2, 3, 4),)),
+    Case("reshape -1", lambda x: x.reshape(-1), ((2, 3, 4),)),
+    Case("transpose axes", lambda x: x.transpose(2, 0, 1), ((2, 3, 4),)),
+    Case("transpose .T", lambda x: x.T, ((3, 5),)),
+    Case("getitem slices", lambda x: x[1:, ::2], ((3, 5),)),
+    Case("getitem int and None", lambda x: x[1, None, :, -1], ((3, 4, 5),)),
+    Case("getitem repeated ints", lambda x: x[[0, 2, 0, 0]], ((3, 4),)),
+    Case("getitem columns", lambda x: x[:, np.array([1, 1, 3])], ((2, 5),)),
+    Case("matmul", lambda a, b: a @ b, ((3, 4), (4, 5))),
+    Case("matmul batched @ 2-D", lambda a, b: a @ b, ((2, 3, 4), (4, 5))),
+    Case("matmul broadcast batch", lambda a, b: a @ b, ((2, 1, 3, 4), (5, 4, 2))),
+    Case("matmul transposed inputs", lambda a, b: a.T @ b.T, ((4, 3), (5, 4))),
+    Case("matmul vector @ matrix", lambda a, b: a @ b, ((4,), (4, 5))),
+    Case("matmul matrix @ vector", lambda a, b: a @ b, ((3, 4), (4,))),
+    Case("linear", lambda x, w, b: F.linear(x, w, b), ((2, 3, 4), (5, 4), (5,))),
+    Case("linear no bias", lambda x, w: F.linear(x, w), ((3, 4), (2, 4))),
+    Case("softmax last axis", lambda x: F.softmax(x), ((2, 3, 5),)),
+    Case("softmax axis 0", lambda x: F.softmax(x, axis=0), ((4, 3),)),
+    Case("softmax axis 1", lambda x: F.softmax(x, axis=1), ((2, 4, 3),)),
+    Case("log_softmax last axis", lambda x: F.log_softmax(x), ((2, 3, 5),)),
+    Case("log_softmax axis 0", lambda x: F.log_softmax(x, axis=0), ((4, 3),)),
+    Case("masked_fill broadcast mask", lambda x: F.masked_fill(x, _MASK_2D, -7.0), ((2, 3, 4),)),
+    Case("masked_fill row mask", lambda x: F.masked_fill(x, _MASK_2D[:1], 0.0), ((3, 4),)),
+    Case("layer_norm", lambda x, w, b: F.layer_norm(x, w, b), ((2, 3, 8), (8,), (8,))),
+    Case("layer_norm no affine", lambda x: F.layer_norm(x), ((4, 6),)),
+    Case("cross_entropy", lambda x: F.cross_entropy(x, _TARGETS), ((2, 3, 5),)),
+    Case("cross_entropy ignore_index", lambda x: F.cross_entropy(x, _IGNORED, ignore_index=-100), ((2, 3, 5),)),
+    Case("embedding repeated indices", lambda w: F.embedding(w, _TOKENS), ((5, 3),)),
+    Case("gelu", lambda x: F.gelu(x), ((2, 3, 4),)),
+    Case("relu", lambda x: F.relu(x), ((2, 3, 4),)),
+    Case("dropout", _seeded_dropout, ((3, 4),)),
+    Case("concatenate axis 1", lambda a, b: F.concatenate([a, b], axis=1), ((2, 3), (2, 1))),
+    Case("concatenate three", lambda a, b, c: F.concatenate([a, b, c]), ((1, 3), (2, 3), (1, 3))),
+    Case("composite linear + layer_norm + gelu",
+         lambda x, w, b, g, h: F.gelu(F.layer_norm(x @ w + b, g, h)), ((2, 3, 4), (4, 6), (6,), (6,), (6,))),
+    Case("composite attention head", _attention_head, ((2, 4, 6), (6, 3), (6, 3), (6, 3))),
+]
+
+
+def run_table(cases: list[Case], device: str = "cpu") -> bool:
+    """Check every case and print one line each; True when all pass."""
+    print(f"{'op':<38} {'input shapes':<38} {'max abs err':>11} {'max rel err':>11}  result")
+    all_passed = True
+    for case in cases:
+        result = gradcheck(case.fn, *case.inputs(device), raise_exception=False)
+        shapes = ", ".join(str(s) for s in case.shapes)
+        verdict = "pass" if result.passed else "FAIL  " + "; ".join(r.describe() for r in result.inputs if not r.passed)
+        print(f"{case.name:<38} {shapes:<38} {result.max_abs_err:>11.2e} {result.max_rel_err:>11.2e}  {verdict}")
+        all_passed &= result.passed
+    print(f"\n{len(cases)} checks on {device}: {'all passed' if all_passed else 'SOME FAILED'}")
+    return all_passed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m minigrad.gradcheck",
+        description="Check every primitive's backward against finite differences (float64).")
+    parser.add_argument("--device", choices=backend.DEVICES, default="cpu")
+    parser.add_argument("-k", metavar="TEXT", help="only the ops whose name contains TEXT")
+    args = parser.parse_args(argv)
+    try:
+        backend.check_device(args.device)
+    except RuntimeError as err:
+        parser.exit(2, f"error: {err}\n")
+    cases = [c for c in CASES if args.k is None or args.k in c.name]
+    return 0 if run_table(cases, args.device) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

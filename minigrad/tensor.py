@@ -1,0 +1,357 @@
+"""Tensor, the Function protocol that records the graph, and reverse-mode backward().
+
+Read this file first. A Tensor wraps a backend array (NumPy on "cpu", CuPy on "cuda"). Every
+primitive (ops.py, functional.py) is a Function subclass with `forward` and `backward` side by side;
+`Function.apply` runs forward on raw arrays and, when a gradient is wanted, remembers the inputs.
+`Tensor.backward` walks that record in reverse topological order, calling each `backward`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from minigrad import backend
+
+DType = Any  # anything numpy.dtype() accepts: mg.float32, "float64", np.int64, ...
+
+
+# ---- grad mode ----
+
+class _GradMode:
+    enabled = True
+
+
+class no_grad(contextlib.ContextDecorator):
+    """`with mg.no_grad():` (or as a decorator): nothing inside is recorded for backward."""
+
+    def __enter__(self) -> None:
+        self.previous = _GradMode.enabled
+        _GradMode.enabled = False
+
+    def __exit__(self, *exc: object) -> None:
+        _GradMode.enabled = self.previous
+
+
+def is_grad_enabled() -> bool:
+    return _GradMode.enabled
+
+
+# ---- Function: one primitive, one graph node ----
+
+class Function:
+    """A primitive with a hand-written backward. An instance is both the graph node and the `ctx`.
+
+    Subclasses define `forward(self, *arrays, **options) -> array`, saving on `self` what backward
+    needs, and `backward(self, dout) -> tuple of dx`, one per input (None where no gradient is
+    needed; `self.needs_input_grad` says which). Each dx must be a new array, `dout` itself, or a
+    view of `dout`: the engine copies before writing into the latter two.
+    """
+
+    parents: tuple[Tensor, ...] | None = ()
+    needs_input_grad: tuple[bool, ...] = ()
+
+    @classmethod
+    def apply(cls, *inputs: Tensor, **options: Any) -> Tensor:
+        if len(inputs) > 1:
+            _check_same_device(cls.__name__, inputs)
+        fn = cls()
+        requires_grad = _GradMode.enabled and any(t.requires_grad for t in inputs)
+        if requires_grad:
+            fn.needs_input_grad = tuple(t.requires_grad for t in inputs)
+        try:
+            out = fn.forward(*(t.data for t in inputs), **options)
+        except ValueError as err:  # a NumPy/CuPy shape complaint: say which op and which shapes
+            shapes = ", ".join(str(t.shape) for t in inputs)
+            raise ValueError(f"{cls.__name__.lower()}: inputs of shapes {shapes}: {err}") from None
+        result = Tensor._wrap(out, requires_grad)
+        if requires_grad:
+            fn.parents = inputs
+            result._ctx = fn
+        return result
+
+    def forward(self, *arrays: Any, **options: Any) -> Any:
+        raise NotImplementedError
+
+    def backward(self, dout: Any) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        """Drop the saved arrays and the inputs once backward has used them."""
+        self.__dict__.clear()
+        self.parents = None
+
+
+def _check_same_device(op: str, inputs: Sequence[Tensor]) -> None:
+    devices = {t.device for t in inputs}
+    if len(devices) > 1:
+        where = ", ".join(f"{t.shape} on {t.device}" for t in inputs)
+        raise RuntimeError(f"{op.lower()}: inputs are on different devices ({where}); move them with .to()")
+
+
+# ---- Tensor ----
+
+class Tensor:
+    """An n-dimensional array that can record the operations applied to it for backward()."""
+
+    __slots__ = ("data", "grad", "requires_grad", "_ctx")
+    __hash__ = object.__hash__  # == builds a comparison tensor, so hash by identity
+
+    def __init__(self, data: Any, requires_grad: bool = False, dtype: DType | None = None,
+                 device: str | None = None) -> None:
+        self.data = _as_array(data, dtype, device)
+        self.grad = None
+        self.requires_grad = False
+        self._ctx: Function | None = None
+        if requires_grad:
+            self.requires_grad_()
+
+    @classmethod
+    def _wrap(cls, data: Any, requires_grad: bool) -> Tensor:
+        """Fast constructor for op outputs: `data` is already a backend array."""
+        t = object.__new__(cls)
+        t.data, t.grad, t.requires_grad, t._ctx = data, None, requires_grad, None
+        return t
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if requires_grad and self.data.dtype.kind != "f":
+            raise TypeError(f"only floating-point tensors can require grad, got dtype {self.dtype}")
+        self.requires_grad = requires_grad
+        return self
+
+    # -- what it is --
+    shape = property(lambda self: self.data.shape)
+    ndim = property(lambda self: self.data.ndim)
+    dtype = property(lambda self: self.data.dtype)
+    size = property(lambda self: self.data.size)
+    device = property(lambda self: backend.device_of(self.data))
+    is_leaf = property(lambda self: self._ctx is None)
+
+    def __repr__(self) -> str:
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        dev = ", device='cuda'" if self.device == "cuda" else ""
+        return f"tensor({np.array2string(self.numpy(), prefix='tensor(')}, dtype={self.dtype}{dev}{grad})"
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous")
+        return bool(self.item())
+
+    # -- conversions --
+    def numpy(self) -> np.ndarray:
+        """The values as a NumPy array (copied from the GPU where needed)."""
+        return backend.to_numpy(self.data)
+
+    def item(self) -> float | int | bool:
+        if self.size != 1:
+            raise ValueError(f"item(): only a one-element tensor has an item, this one has shape {self.shape}")
+        return self.data.reshape(()).item()
+
+    def to(self, target: str | DType) -> Tensor:
+        """A copy on another device ("cpu", "cuda") or of another dtype; `self` if nothing changes.
+
+        The copy is a new leaf: gradients do not flow back through `to`.
+        """
+        if target in backend.DEVICES:
+            data = backend.to_device(self.data, target)
+        else:
+            data = self.data.astype(np.dtype(target), copy=False)
+        if data is self.data:
+            return self
+        return Tensor._wrap(data, False).requires_grad_(self.requires_grad)
+
+    def detach(self) -> Tensor:
+        """The same values, cut off from the graph."""
+        return Tensor._wrap(self.data, False)
+
+    # -- autograd --
+    def backward(self, grad: Any = None, retain_graph: bool = False) -> None:
+        """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad.
+
+        `grad` is d(loss)/d(self): needed when self is not a scalar. The graph's saved arrays are
+        freed as it goes unless `retain_graph=True`.
+        """
+        if not self.requires_grad:
+            raise RuntimeError(
+                "backward(): this tensor does not require grad: no input it was computed from has "
+                "requires_grad=True, or it was computed under no_grad()"
+            )
+        if grad is None:
+            if self.size != 1:
+                raise RuntimeError(
+                    f"backward(): output of shape {self.shape} is not a scalar; pass its gradient, "
+                    "y.backward(dy), or reduce it first (y.sum(), y.mean())"
+                )
+            grad = backend.get_array_module(self.data).ones_like(self.data)
+        else:
+            grad = _as_array(grad.data if isinstance(grad, Tensor) else grad, self.dtype, self.device)
+            if grad.shape != self.shape:
+                raise ValueError(f"backward(): gradient of shape {grad.shape} for a tensor of shape {self.shape}")
+        _run_backward(self, grad, retain_graph)
+
+    def zero_grad(self) -> None:
+        self.grad = None
+
+    # -- operators: each calls one op, so every op can be found by grep --
+    def __add__(self, other): return ops.add(self, other)
+    def __radd__(self, other): return ops.add(other, self)
+    def __sub__(self, other): return ops.sub(self, other)
+    def __rsub__(self, other): return ops.sub(other, self)
+    def __mul__(self, other): return ops.mul(self, other)
+    def __rmul__(self, other): return ops.mul(other, self)
+    def __truediv__(self, other): return ops.div(self, other)
+    def __rtruediv__(self, other): return ops.div(other, self)
+    def __pow__(self, other): return ops.pow(self, other)
+    def __rpow__(self, other): return ops.pow(other, self)
+    def __matmul__(self, other): return ops.matmul(self, other)
+    def __rmatmul__(self, other): return ops.matmul(other, self)
+    def __neg__(self): return ops.neg(self)
+    def __getitem__(self, index): return ops.getitem(self, index)
+    def __lt__(self, other): return ops.compare("lt", self, other)
+    def __le__(self, other): return ops.compare("le", self, other)
+    def __gt__(self, other): return ops.compare("gt", self, other)
+    def __ge__(self, other): return ops.compare("ge", self, other)
+    def __eq__(self, other): return ops.compare("eq", self, other)
+    def __ne__(self, other): return ops.compare("ne", self, other)
+
+    def sum(self, axis=None, keepdims: bool = False) -> Tensor: return ops.sum(self, axis, keepdims)
+    def mean(self, axis=None, keepdims: bool = False) -> Tensor: return ops.mean(self, axis, keepdims)
+    def max(self, axis=None, keepdims: bool = False) -> Tensor: return ops.max(self, axis, keepdims)
+    def reshape(self, *shape) -> Tensor: return ops.reshape(self, *shape)
+    def transpose(self, *axes) -> Tensor: return ops.transpose(self, *axes)
+    T = property(lambda self: ops.transpose(self))
+    def exp(self) -> Tensor: return ops.exp(self)
+    def log(self) -> Tensor: return ops.log(self)
+    def sqrt(self) -> Tensor: return ops.sqrt(self)
+    def tanh(self) -> Tensor: return ops.tanh(self)
+
+
+def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
+    """Reverse-mode sweep: each node's gradient is complete once every consumer has sent its part."""
+    grads = {id(root): (grad, False)}  # id(tensor) -> (gradient so far, do we own that array?)
+    for t in reversed(_topological_order(root)):
+        dout, owned = grads.pop(id(t), (None, False))
+        if dout is None:
+            continue
+        fn = t._ctx
+        if fn is None:  # a leaf: accumulate into .grad, which must own its memory
+            if t.grad is None:
+                t.grad = dout if owned else dout.copy()
+            else:
+                t.grad += dout
+            continue
+        for parent, needed, dx in zip(fn.parents, fn.needs_input_grad, fn.backward(dout), strict=True):
+            if not needed or dx is None:
+                continue
+            if dx.shape != parent.shape or dx.dtype != parent.dtype:
+                raise RuntimeError(
+                    f"{type(fn).__name__}.backward returned a gradient of shape {dx.shape} and dtype "
+                    f"{dx.dtype} for an input of shape {parent.shape} and dtype {parent.dtype}"
+                )
+            fresh = dx is not dout and dx.base is None  # see the Function docstring
+            if id(parent) not in grads:
+                grads[id(parent)] = (dx, fresh)
+                continue
+            total, owned = grads[id(parent)]
+            if owned:
+                total += dx  # in place: this array is ours
+            else:
+                grads[id(parent)] = (total + dx, True)
+        if not retain_graph:
+            fn.release()
+
+
+def _topological_order(root: Tensor) -> list[Tensor]:
+    """Tensors that need a gradient, each after all the inputs it was computed from.
+
+    Depth-first with an explicit stack instead of recursion, so a graph of any depth works.
+    """
+    order: list[Tensor] = []
+    visited: set[int] = set()
+    stack: list[tuple[Tensor, bool]] = [(root, False)]
+    while stack:
+        t, inputs_done = stack.pop()
+        if inputs_done:
+            order.append(t)
+            continue
+        if id(t) in visited:
+            continue
+        visited.add(id(t))
+        stack.append((t, True))
+        if t._ctx is not None:
+            if t._ctx.parents is None:
+                raise RuntimeError(
+                    "backward(): this graph was already used by a backward() call and its saved "
+                    "arrays were freed; pass retain_graph=True to the first call to go through it twice"
+                )
+            stack.extend((p, False) for p in t._ctx.parents if p.requires_grad and id(p) not in visited)
+    return order
+
+
+# ---- creating tensors ----
+
+def _default_dtype(data: Any) -> np.dtype:
+    """float32 for Python floats, NumPy's choice (int64, bool) otherwise; arrays keep their dtype."""
+    if hasattr(data, "dtype"):
+        return data.dtype
+    kind = np.asarray(data).dtype
+    return np.dtype(np.float32) if kind.kind == "f" else kind
+
+
+def _as_array(data: Any, dtype: DType | None, device: str | None) -> Any:
+    if isinstance(data, Tensor):
+        data = data.data
+    dtype = _default_dtype(data) if dtype is None else np.dtype(dtype)
+    if device is None:
+        device = backend.device_of(data) if hasattr(data, "dtype") else "cpu"
+    xp = backend.module_for(device)
+    return xp.asarray(backend.to_device(data, device) if hasattr(data, "dtype") else data, dtype=dtype)
+
+
+def tensor(data: Any, requires_grad: bool = False, dtype: DType | None = None, device: str = "cpu") -> Tensor:
+    """A new leaf tensor from a list, scalar or array. Python floats become float32."""
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
+
+
+def zeros(*shape: int, dtype: DType = np.float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
+    data = backend.module_for(device).zeros(_shape(shape), dtype=dtype)
+    return Tensor._wrap(data, False).requires_grad_(requires_grad)
+
+
+def ones(*shape: int, dtype: DType = np.float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
+    data = backend.module_for(device).ones(_shape(shape), dtype=dtype)
+    return Tensor._wrap(data, False).requires_grad_(requires_grad)
+
+
+def randn(*shape: int, dtype: DType = np.float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
+    """Standard normal samples from the device's seeded generator (see mg.manual_seed)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"randn: dtype must be floating point, got {dtype}")
+    data = backend.generator(device).standard_normal(_shape(shape), dtype=dtype)
+    return Tensor._wrap(data, False).requires_grad_(requires_grad)
+
+
+def arange(start: float, stop: float | None = None, step: float = 1, dtype: DType | None = None,
+           device: str = "cpu") -> Tensor:
+    """Like numpy.arange; integer arguments give int64, floats give float32 unless dtype says."""
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        is_int = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
+        dtype = np.int64 if is_int else np.float32
+    return Tensor._wrap(backend.module_for(device).arange(start, stop, step, dtype=dtype), False)
+
+
+def _shape(shape: tuple) -> tuple[int, ...]:
+    """zeros(2, 3) and zeros((2, 3)) both work."""
+    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+
+
+from minigrad import ops  # noqa: E402  (ops needs Tensor and Function, defined above)
