@@ -6,8 +6,9 @@ each with its backward beside its forward), then gradcheck.py (how we know they 
 
 import numpy as _np
 
-from minigrad import functional
+from minigrad import functional, nn, optim
 from minigrad.backend import cuda_available, manual_seed
+from minigrad.serialization import load, save
 from minigrad.tensor import Function, Tensor, arange, is_grad_enabled, no_grad, ones, randn, tensor, zeros
 
 float32 = _np.dtype("float32")
@@ -17,8 +18,8 @@ bool_ = _np.dtype("bool")
 
 __all__ = [
     "Function", "GradcheckError", "Tensor", "arange", "bool_", "cuda_available", "float32", "float64",
-    "functional", "gradcheck", "int64", "is_grad_enabled", "manual_seed", "no_grad", "ones", "randn",
-    "tensor", "zeros",
+    "functional", "gradcheck", "int64", "is_grad_enabled", "load", "manual_seed", "nn", "no_grad", "ones",
+    "optim", "randn", "save", "tensor", "zeros",
 ]
 
 

@@ -1,0 +1,212 @@
+"""Layers with parameters: Module, Parameter, Linear, Embedding, LayerNorm, Dropout, ModuleList, Sequential.
+
+A Module registers the Parameters and Modules assigned to its attributes, so `named_parameters()`
+gives dotted names (`blocks.0.attn.qkv.weight`) and `state_dict()` / `load_state_dict()` follow them.
+Initialisation follows GPT-2: weights ~ N(0, 0.02), biases 0, from the seeded generator (mg.manual_seed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from minigrad import backend
+from minigrad import functional as F
+from minigrad.tensor import DType, Tensor
+
+
+class Parameter(Tensor):
+    """A tensor that a Module owns and an optimizer updates: always requires grad."""
+
+    __slots__ = ()
+
+    def __init__(self, data: Any) -> None:
+        super().__init__(data, requires_grad=True)
+
+
+def normal(shape: tuple[int, ...], std: float, dtype: DType = np.float32, device: str = "cpu") -> Parameter:
+    """A Parameter drawn from N(0, std^2) by the device's seeded generator."""
+    data = backend.generator(device).standard_normal(shape, dtype=np.dtype(dtype))
+    data *= std
+    return Parameter(data)
+
+
+def constant(shape: tuple[int, ...], value: float, dtype: DType = np.float32, device: str = "cpu") -> Parameter:
+    return Parameter(backend.module_for(device).full(shape, value, dtype=dtype))
+
+
+class Module:
+    """Base class of layers and models. Subclasses call super().__init__() first, then assign."""
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "training", True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__}: call super().__init__() before assigning attributes")
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._modules[name] = value
+        object.__setattr__(self, name, value)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    # -- parameters --
+    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Parameter]]:
+        """(dotted name, parameter) pairs, each parameter once even if shared."""
+        seen: set[int] = set()
+        for name, p in self._walk(prefix):
+            if id(p) not in seen:
+                seen.add(id(p))
+                yield name, p
+
+    def _walk(self, prefix: str) -> Iterator[tuple[str, Parameter]]:
+        for name, p in self._parameters.items():
+            yield prefix + name, p
+        for name, m in self._modules.items():
+            yield from m._walk(f"{prefix}{name}.")
+
+    def parameters(self) -> list[Parameter]:
+        return [p for _, p in self.named_parameters()]
+
+    def num_parameters(self) -> int:
+        return sum(p.size for p in self.parameters())
+
+    def zero_grad(self) -> None:
+        for p in self.parameters():
+            p.grad = None
+
+    # -- modes and placement --
+    def train(self, mode: bool = True) -> Module:
+        """Training mode (dropout active); train(False) is eval()."""
+        object.__setattr__(self, "training", mode)
+        for m in self._modules.values():
+            m.train(mode)
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def to(self, target: str | DType) -> Module:
+        """Move every parameter to a device ("cpu", "cuda") or convert it to a dtype, in place."""
+        for p in self.parameters():
+            p.data = p.to(target).data
+            p.grad = None
+        return self
+
+    # -- saving and loading --
+    def state_dict(self) -> dict[str, Any]:
+        """Parameter arrays by dotted name (the arrays themselves, not copies)."""
+        return {name: p.data for name, p in self.named_parameters()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Copy `state` into the parameters, after checking every key and shape: on any mismatch
+        a ValueError names the keys at fault and the model is left untouched."""
+        own = dict(self.named_parameters())
+        missing = sorted(own.keys() - state.keys())
+        unexpected = sorted(state.keys() - own.keys())
+        wrong = [f"{k}: saved {tuple(state[k].shape)}, model {own[k].shape}"
+                 for k in own.keys() & state.keys() if tuple(state[k].shape) != own[k].shape]
+        problems = ([f"missing keys {missing}"] if missing else []) + \
+                   ([f"unexpected keys {unexpected}"] if unexpected else []) + \
+                   ([f"wrong shapes ({'; '.join(sorted(wrong))})"] if wrong else [])
+        if problems:
+            raise ValueError(f"load_state_dict({type(self).__name__}): " + ", ".join(problems))
+        for name, p in own.items():
+            p.data = Tensor(state[name], dtype=p.dtype, device=p.device).data.copy()
+
+
+# ---- layers ----
+
+class Linear(Module):
+    """y = x @ weight.T + bias, weight of shape (out_features, in_features)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, std: float = 0.02,
+                 dtype: DType = np.float32, device: str = "cpu") -> None:
+        super().__init__()
+        self.weight = normal((out_features, in_features), std, dtype, device)
+        self.bias = constant((out_features,), 0.0, dtype, device) if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+
+class Embedding(Module):
+    """A lookup table: row i of `weight` is the vector of token (or position) i."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, std: float = 0.02,
+                 dtype: DType = np.float32, device: str = "cpu") -> None:
+        super().__init__()
+        self.weight = normal((num_embeddings, embedding_dim), std, dtype, device)
+
+    def forward(self, indices: Any) -> Tensor:
+        return F.embedding(self.weight, indices)
+
+
+class LayerNorm(Module):
+    """Normalise the last axis to mean 0, variance 1, then scale and shift (learned, init 1 and 0)."""
+
+    def __init__(self, dim: int, eps: float = 1e-5, bias: bool = True,
+                 dtype: DType = np.float32, device: str = "cpu") -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = constant((dim,), 1.0, dtype, device)
+        self.bias = constant((dim,), 0.0, dtype, device) if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, self.weight, self.bias, self.eps)
+
+
+class Dropout(Module):
+    def __init__(self, p: float = 0.1) -> None:
+        super().__init__()
+        if not 0 <= p <= 1:
+            raise ValueError(f"Dropout: probability must be in [0, 1], got {p}")
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.dropout(x, self.p, self.training)
+
+
+class ModuleList(Module):
+    """A list of modules, registered as "0", "1", ..."""
+
+    def __init__(self, modules: list[Module] | None = None) -> None:
+        super().__init__()
+        for m in modules or []:
+            self.append(m)
+
+    def append(self, module: Module) -> None:
+        setattr(self, str(len(self._modules)), module)
+
+    def __getitem__(self, i: int) -> Module:
+        return list(self._modules.values())[i]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+
+class Sequential(ModuleList):
+    """Modules applied one after another."""
+
+    def __init__(self, *modules: Module) -> None:
+        super().__init__(list(modules))
+
+    def forward(self, x: Any) -> Any:
+        for m in self:
+            x = m(x)
+        return x

@@ -1,0 +1,83 @@
+"""Multi-head causal self-attention, written in the order of the walkthrough (shared/seed/README.md).
+
+Read it beside the text: project x to Q, K, V with one matrix; split the heads; step 1 scores
+Q K^T / sqrt(d_k); step 2 causal mask; step 3 softmax; step 4 weighted sum of V; merge the heads;
+output projection. Shapes: B batch, T time, C channels (d_model), nh heads, hs head size (d_k).
+"""
+
+from __future__ import annotations
+
+import math
+
+from minigrad import functional as F
+from minigrad import nn
+from minigrad.tensor import Tensor, is_grad_enabled
+
+
+class KVCache:
+    """Keys and values of the positions already seen, so that generating a token costs one position."""
+
+    def __init__(self) -> None:
+        self.k: Tensor | None = None
+        self.v: Tensor | None = None
+
+    def __len__(self) -> int:
+        return 0 if self.k is None else self.k.shape[2]
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Add this step's keys and values (B, nh, T, hs); return all of them (B, nh, T_past + T, hs)."""
+        if is_grad_enabled():
+            raise RuntimeError("KVCache is for generation: use it under mg.no_grad()")
+        if self.k is None:
+            self.k, self.v = k, v
+        else:
+            self.k = F.concatenate([self.k, k], axis=2)
+            self.v = F.concatenate([self.v, v], axis=2)
+        return self.k, self.v
+
+
+class MultiHeadSelfAttention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"MultiHeadSelfAttention: d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.n_heads = n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias)  # W_Q, W_K, W_V of every head, side by side
+        self.proj = nn.Linear(d_model, d_model, bias)  # mixes the heads' outputs back into C channels
+        self.attn_dropout = nn.Dropout(dropout)
+        self.resid_dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, cache: KVCache | None = None,
+                return_weights: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+        """x (B, T, C) -> (B, T, C); with return_weights, also the attention weights (B, nh, T, T_k)."""
+        B, T, C = x.shape
+        nh, hs = self.n_heads, C // self.n_heads
+
+        # Q, K, V are plain projections of x: one (C -> 3C) matrix computes them for all heads at once
+        qkv = self.qkv(x)  # (B, T, 3C)
+        q, k, v = qkv[:, :, :C], qkv[:, :, C:2 * C], qkv[:, :, 2 * C:]  # each (B, T, C)
+
+        # multi-head split: head h owns channels [h*hs, (h+1)*hs) of each
+        q = q.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)
+        k = k.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)
+        v = v.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)
+        if cache is not None:
+            k, v = cache.append(k, v)  # (B, nh, T_k, hs), T_k = positions cached + T
+        T_k = k.shape[2]
+
+        # step 1, scores: each query against every key, divided by sqrt(d_k) to keep softmax well scaled
+        scores = (q @ k.transpose(0, 1, 3, 2)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T_k)
+
+        # step 2, causal mask: a position may not look at later positions (their scores become -inf)
+        scores = F.masked_fill(scores, F.causal_mask(T, T_k, device=x.device), float("-inf"))
+
+        # step 3, softmax over each row: weights in [0, 1] that sum to 1
+        weights = F.softmax(scores, axis=-1)  # (B, nh, T, T_k)
+
+        # step 4, weighted sum of the values: b_i = sum_j weights_ij v_j
+        out = self.attn_dropout(weights) @ v  # (B, nh, T, hs)
+
+        # merge the heads back side by side, then the output projection
+        out = out.transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, T, C)
+        out = self.resid_dropout(self.proj(out))
+        return (out, weights) if return_weights else out
