@@ -4,6 +4,8 @@ Start reading at tensor.py (Tensor and backward), then ops.py and functional.py 
 each with its backward beside its forward), then gradcheck.py (how we know they are right).
 """
 
+import importlib as _importlib
+
 import numpy as _np
 
 from minigrad import functional, nn, optim
@@ -25,9 +27,12 @@ __all__ = [
 
 def __getattr__(name: str):
     """mg.gradcheck and mg.GradcheckError, imported on first use so that
-    `python -m minigrad.gradcheck` does not find its module already imported."""
-    if name in ("gradcheck", "GradcheckError"):
-        from minigrad import gradcheck as module
+    `python -m minigrad.gradcheck` does not find its module already imported.
 
-        return getattr(module, name)
+    Importing a submodule makes it the package attribute of its name, so mg.gradcheck is the module
+    minigrad.gradcheck, which is callable as its gradcheck function (see the end of gradcheck.py).
+    """
+    if name in ("gradcheck", "GradcheckError"):
+        module = _importlib.import_module("minigrad.gradcheck")  # not `from minigrad import`: that calls us again
+        return module if name == "gradcheck" else module.GradcheckError
     raise AttributeError(f"module 'minigrad' has no attribute {name!r}")

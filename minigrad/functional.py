@@ -137,7 +137,11 @@ class MaskedFill(Function):
 def masked_fill(x: Tensor, mask: Any, value: float) -> Tensor:
     """x with `value` where the boolean `mask` (broadcast to x's shape) is True."""
     mask = _aux_array("masked_fill", mask, x, "b")
-    if backend.get_array_module(x.data).broadcast_shapes(mask.shape, x.shape) != x.shape:
+    try:
+        fits = backend.get_array_module(x.data).broadcast_shapes(mask.shape, x.shape) == x.shape
+    except ValueError:  # NumPy's own message would not say which op
+        fits = False
+    if not fits:
         raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's {x.shape}")
     return MaskedFill.apply(x, mask=mask, value=value)
 

@@ -297,7 +297,8 @@ def transpose(x: Tensor, *axes: int) -> Tensor:
     axes = tuple(axes[0]) if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
     if not axes:
         axes = tuple(reversed(range(x.ndim)))
-    if sorted(a % x.ndim for a in axes) != list(range(x.ndim)) or len(axes) != x.ndim:
+    in_range = all(-x.ndim <= a < x.ndim for a in axes)  # else `a % ndim` would quietly wrap 5 to 1
+    if not in_range or len(axes) != x.ndim or sorted(a % x.ndim for a in axes) != list(range(x.ndim)):
         raise ValueError(f"transpose: axes {axes} are not a permutation of a tensor with {x.ndim} dimensions")
     return Transpose.apply(x, axes=tuple(a % x.ndim for a in axes))
 

@@ -95,8 +95,8 @@ class Optimizer:
         self.step_count = int(saved["step"])
         for group, lr in zip(self.param_groups, saved["lr"], strict=True):
             group["lr"] = lr
-        xp = backend.get_array_module
-        self.state = [{name: xp(p.data).asarray(backend.to_device(buffers[str(i)][name], p.device), dtype=p.dtype)
+        xp = backend.get_array_module  # array(), not asarray(): steps update the buffers in place, so copy them
+        self.state = [{name: xp(p.data).array(backend.to_device(buffers[str(i)][name], p.device), dtype=p.dtype)
                        for name in self.state_names} for i, p in enumerate(params)]
 
 

@@ -73,6 +73,6 @@ def load(path: str | os.PathLike) -> dict[str, Any]:
                 for p in parents:
                     node = node.setdefault(p, {})
                 node[leaf] = npz[name]
-    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as err:
+    except (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as err:  # TypeError: a .npy
         raise ValueError(f"load: {path} is not a readable minigrad checkpoint ({type(err).__name__}: {err})") from None
     return tree

@@ -58,6 +58,7 @@ class Function:
     def apply(cls, *inputs: Tensor, **options: Any) -> Tensor:
         if len(inputs) > 1:
             _check_same_device(cls.__name__, inputs)
+            _check_same_dtype(cls.__name__, inputs)
         fn = cls()
         requires_grad = _GradMode.enabled and any(t.requires_grad for t in inputs)
         if requires_grad:
@@ -92,6 +93,13 @@ def _check_same_device(op: str, inputs: Sequence[Tensor]) -> None:
         raise RuntimeError(f"{op.lower()}: inputs are on different devices ({where}); move them with .to()")
 
 
+def _check_same_dtype(op: str, inputs: Sequence[Tensor]) -> None:
+    """Refuse float32 with float64 here, rather than promote silently and fail in backward."""
+    if len({t.dtype for t in inputs}) > 1:
+        where = ", ".join(f"{t.shape} {t.dtype}" for t in inputs)
+        raise TypeError(f"{op.lower()}: inputs have different dtypes ({where}); convert with .to(dtype)")
+
+
 # ---- Tensor ----
 
 class Tensor:
@@ -99,6 +107,7 @@ class Tensor:
 
     __slots__ = ("data", "grad", "requires_grad", "_ctx")
     __hash__ = object.__hash__  # == builds a comparison tensor, so hash by identity
+    __array_ufunc__ = None  # np.float64(2) * x: NumPy defers to Tensor.__rmul__ instead of making an object array
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: DType | None = None,
                  device: str | None = None) -> None:

@@ -1,0 +1,149 @@
+"""PyTorch as the oracle: every case of minigrad.gradcheck.CASES, written again with torch, must give the
+same values and the same input gradients (float64, CPU, one random upstream gradient) to 1e-10.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import functional as F
+from minigrad.gradcheck import _IGNORED, _MASK_2D, _TARGETS, _TOKENS, CASES, Case
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install 'minigrad[torch]' to run the oracle")
+TF = torch.nn.functional
+
+TOL = dict(rtol=1e-10, atol=1e-12)
+
+
+def _t(array: np.ndarray):
+    return torch.from_numpy(np.array(array))  # a copy: torch never shares memory with minigrad here
+
+
+def _torch_attention_head(x, wq, wk, wv):
+    q, k, v = x @ wq, x @ wk, x @ wv  # (B, T, hs)
+    scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])  # (B, T, T)
+    T = x.shape[1]
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    return torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1) @ v
+
+
+# CASES name -> the same computation in torch, on torch tensors of the case's input shapes
+TORCH = {
+    "add": lambda a, b: a + b,
+    "add broadcast": lambda a, b: a + b,
+    "add scalar tensor": lambda a, b: a + b,
+    "add trailing": lambda a, b: a + b,
+    "sub broadcast": lambda a, b: a - b,
+    "sub x - x": lambda x: x - x,
+    "mul": lambda a, b: a * b,
+    "mul broadcast": lambda a, b: a * b,
+    "mul x * x": lambda x: x * x,
+    "mul python scalar": lambda x: 2.5 * x,
+    "div": lambda a, b: a / b,
+    "div broadcast": lambda a, b: a / b,
+    "rdiv python scalar": lambda x: 1.0 / x,
+    "pow scalar exponent": lambda x: x**3,
+    "pow tensor exponent": lambda a, b: a**b,
+    "neg": lambda x: -x,
+    "exp": torch.exp,
+    "log": torch.log,
+    "sqrt": torch.sqrt,
+    "tanh": torch.tanh,
+    "sum all": lambda x: x.sum(),
+    "sum axis 0": lambda x: x.sum(dim=0),
+    "sum axes (0, 2) keepdims": lambda x: x.sum(dim=(0, 2), keepdim=True),
+    "mean all": lambda x: x.mean(),
+    "mean axis 1": lambda x: x.mean(dim=1),
+    "mean axis -1 keepdims": lambda x: x.mean(dim=-1, keepdim=True),
+    "max all": lambda x: x.amax(),
+    "max axis 1": lambda x: x.amax(dim=1),
+    "max axis 0 keepdims": lambda x: x.amax(dim=0, keepdim=True),
+    "reshape": lambda x: x.reshape(6, 4),
+    "reshape -1": lambda x: x.reshape(-1),
+    "transpose axes": lambda x: x.permute(2, 0, 1),
+    "transpose .T": lambda x: x.T,
+    "getitem slices": lambda x: x[1:, ::2],
+    "getitem int and None": lambda x: x[1, None, :, -1],
+    "getitem repeated ints": lambda x: x[[0, 2, 0, 0]],
+    "getitem columns": lambda x: x[:, torch.tensor([1, 1, 3])],
+    "matmul": torch.matmul,
+    "matmul batched @ 2-D": torch.matmul,
+    "matmul broadcast batch": torch.matmul,
+    "matmul transposed inputs": lambda a, b: a.T @ b.T,
+    "matmul vector @ matrix": torch.matmul,
+    "matmul matrix @ vector": torch.matmul,
+    "linear": TF.linear,
+    "linear no bias": TF.linear,
+    "softmax last axis": lambda x: torch.softmax(x, dim=-1),
+    "softmax axis 0": lambda x: torch.softmax(x, dim=0),
+    "softmax axis 1": lambda x: torch.softmax(x, dim=1),
+    "log_softmax last axis": lambda x: torch.log_softmax(x, dim=-1),
+    "log_softmax axis 0": lambda x: torch.log_softmax(x, dim=0),
+    "masked_fill broadcast mask": lambda x: x.masked_fill(_t(_MASK_2D), -7.0),
+    "masked_fill row mask": lambda x: x.masked_fill(_t(_MASK_2D[:1]), 0.0),
+    "layer_norm": lambda x, w, b: TF.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5),
+    "layer_norm no affine": lambda x: TF.layer_norm(x, (x.shape[-1],), eps=1e-5),
+    "cross_entropy": lambda x: TF.cross_entropy(x.reshape(-1, x.shape[-1]), _t(_TARGETS).reshape(-1)),
+    "cross_entropy ignore_index": lambda x: TF.cross_entropy(x.reshape(-1, x.shape[-1]), _t(_IGNORED).reshape(-1),
+                                                             ignore_index=-100),
+    "embedding repeated indices": lambda w: TF.embedding(_t(_TOKENS), w),
+    "gelu": lambda x: TF.gelu(x, approximate="tanh"),
+    "relu": torch.relu,
+    "concatenate axis 1": lambda a, b: torch.cat([a, b], dim=1),
+    "concatenate three": lambda a, b, c: torch.cat([a, b, c], dim=0),
+    "composite linear + layer_norm + gelu":
+        lambda x, w, b, g, h: TF.gelu(TF.layer_norm(x @ w + b, (g.shape[0],), g, h, eps=1e-5), approximate="tanh"),
+    "composite attention head": _torch_attention_head,
+}
+
+# CASES entries with no torch counterpart, and why
+EXEMPT = {
+    "dropout": "torch draws its own random mask, so values cannot match; test_autograd checks dropout's mask and scale",
+}
+
+
+def test_every_case_has_a_torch_counterpart() -> None:
+    names = {c.name for c in CASES}
+    assert names - set(TORCH) - set(EXEMPT) == set(), "add these CASES to TORCH (or to EXEMPT with a reason)"
+    assert set(TORCH) - names == set(), "TORCH names cases that CASES no longer has"
+    assert set(EXEMPT) <= names and not set(EXEMPT) & set(TORCH)
+
+
+CHECKED = [c for c in CASES if c.name in TORCH]
+
+
+@pytest.mark.parametrize("case", CHECKED, ids=[c.name for c in CHECKED])
+def test_case_matches_torch(case: Case) -> None:
+    inputs = case.inputs("cpu", seed=3)
+    t_inputs = [_t(x.numpy()).requires_grad_() for x in inputs]
+    out, t_out = case.fn(*inputs), TORCH[case.name](*t_inputs)
+    assert out.shape == tuple(t_out.shape)
+    np.testing.assert_allclose(out.numpy(), t_out.detach().numpy(), **TOL, err_msg=f"{case.name}: values")
+    dout = np.random.default_rng(5).standard_normal(out.shape)
+    out.backward(dout)
+    t_out.backward(_t(dout))
+    for i, (x, tx) in enumerate(zip(inputs, t_inputs, strict=True)):
+        np.testing.assert_allclose(x.grad, tx.grad.numpy(), **TOL, err_msg=f"{case.name}: gradient of input {i}")
+
+
+@pytest.mark.parametrize("T, T_k", [(1, 1), (4, 4), (3, 7)])
+def test_causal_mask_is_torch_triu(T: int, T_k: int) -> None:
+    """Query i sits at position i + T_k - T, so it may see keys 0 .. i + T_k - T."""
+    expected = torch.triu(torch.ones(T, T_k, dtype=torch.bool), diagonal=T_k - T + 1).numpy()
+    mask = F.causal_mask(T, T_k)
+    assert mask.dtype == np.bool_ and not mask.requires_grad
+    np.testing.assert_array_equal(mask.numpy(), expected)
+
+
+def test_max_ties_match_torch_amax() -> None:
+    """torch.amax, like minigrad's max, shares the gradient equally between tied maxima."""
+    x = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0], [0.0, -1.0, 5.0]])
+    mx, tx = mg.tensor(x, requires_grad=True), _t(x).requires_grad_()
+    dout = np.array([0.7, -1.3, 2.0])
+    mx.max(axis=1).backward(dout)
+    tx.amax(dim=1).backward(_t(dout))
+    np.testing.assert_allclose(mx.grad, tx.grad.numpy(), **TOL)
