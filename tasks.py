@@ -1,0 +1,284 @@
+"""Toy next-token tasks for train.py: each makes fixed-length token sequences from a seeded generator.
+
+Read this file to see what the model learns. Every example is `seq_len` token ids plus a `scored` mask that
+marks the answer: the model reads tokens[:, :-1], predicts tokens[:, 1:], and loss/accuracy count only the
+targets where scored[:, 1:] is True. Pure NumPy; train.py turns the arrays into tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TASKS = {  # name: what it teaches (train.py's --help lists these)
+    "sort": "digits, then the same digits sorted: compare every earlier digit, not just the last one",
+    "reverse": "digits, then the same digits reversed: copy from a position that moves back each step",
+    "add": "a+b=c with the sum written least significant digit first: align digits and carry",
+    "sentences": "我 吃 蘋果 ， 蘋果 被 我 吃 了: repeat the object, subject and verb from several tokens back",
+    "text": "character-level language modelling on a UTF-8 text file you bring (data=path)",
+}
+
+
+class Task:
+    """A token vocabulary, a fixed length, and a generator of examples (subclasses define `sample`)."""
+
+    def __init__(self, name: str, vocab: list[str], seq_len: int, prompt_len: int, sep: str = " ",
+                 n_distinct: int | None = None):
+        self.name = name
+        self.vocab = vocab            # token strings; a token's id is its index
+        self.seq_len = seq_len        # every example has exactly this many tokens
+        self.prompt_len = prompt_len  # the first prompt_len tokens are the question, the rest the answer
+        self.sep = sep                # decode() joins tokens with this: " " for word tasks, "" for text
+        self.n_distinct = n_distinct  # how many different examples exist (None: too many to matter)
+        self.stoi = {s: i for i, s in enumerate(vocab)}
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """n examples: tokens (n, seq_len) int64, scored (n, seq_len) bool (True on answer tokens)."""
+        raise NotImplementedError
+
+    def encode(self, text: str) -> list[int]:
+        pieces = text.split() if self.sep else list(text)
+        for p in pieces:
+            if p not in self.stoi:
+                known = " ".join(self.vocab) if len(self.vocab) <= 60 else f"{len(self.vocab)} tokens"
+                raise ValueError(f"unknown token {p!r} for task {self.name!r} (vocabulary: {known})")
+        return [self.stoi[p] for p in pieces]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self.sep.join(self.vocab[int(i)] for i in ids)
+
+    def split_prompt(self, tokens: Iterable[int]) -> tuple[list[int], list[int]]:
+        """One example -> (prompt ids, answer ids); for sample completions."""
+        ids = [int(i) for i in tokens]
+        return ids[:self.prompt_len], ids[self.prompt_len:]
+
+    def _pack(self, *columns: np.ndarray | int) -> np.ndarray:
+        """Stack (n,) or (n, k) id arrays and constant ids side by side into (n, seq_len) int64."""
+        n = next(len(c) for c in columns if isinstance(c, np.ndarray))
+        cols = [np.full((n, 1), c) if isinstance(c, int) else np.asarray(c).reshape(n, -1) for c in columns]
+        tokens = np.concatenate(cols, axis=1).astype(np.int64)
+        assert tokens.shape[1] == self.seq_len
+        return tokens
+
+    def _answer_mask(self, n: int) -> np.ndarray:
+        scored = np.zeros((n, self.seq_len), dtype=bool)
+        scored[:, self.prompt_len:] = True
+        return scored
+
+
+# ---- digit tasks ----
+
+class ListTask(Task):
+    """sort: `3 1 4 1 5 9 = 1 1 3 4 5 9`. reverse: `3 1 4 1 5 9 = 9 5 1 4 1 3`.
+
+    The answer (after `=`) is scored. reverse teaches copying from a position that moves back by two each
+    step (the previous token says nothing about the next); sort teaches finding the smallest digit not yet
+    written, which means looking over the whole list and counting repeats.
+    """
+
+    def __init__(self, name: str, length: int = 6, n_digits: int = 10):
+        if not (1 <= n_digits <= 10 and length >= 1):
+            raise ValueError(f"{name}: need length >= 1 and 1 <= n_digits <= 10, got {length}, {n_digits}")
+        self.length, self.n_digits = length, n_digits
+        vocab = [str(d) for d in range(n_digits)] + ["="]
+        super().__init__(name, vocab, seq_len=2 * length + 1, prompt_len=length + 1,
+                         n_distinct=n_digits ** length)
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        xs = rng.integers(0, self.n_digits, size=(n, self.length))  # (n, length)
+        ys = np.sort(xs, axis=1) if self.name == "sort" else xs[:, ::-1]
+        return self._pack(xs, self.stoi["="], ys), self._answer_mask(n)
+
+
+class AddTask(Task):
+    """add: `1 2 3 + 4 5 6 = 9 7 5 0` is 123 + 456 = 579, the sum written REVERSED, least significant first.
+
+    Operands have exactly `digits` digits (leading zeros), the sum digits + 1 (a trailing zero here, since it
+    is reversed). Least significant first is the usual trick for small transformers: each answer digit then
+    depends on two operand digits and the carry from the digit just written, so it can be produced left to
+    right. Teaches digit alignment (attend to two positions per output) and carrying. The sum is scored.
+    """
+
+    def __init__(self, name: str = "add", digits: int = 3, reverse_answer: bool = True):
+        if digits < 1:
+            raise ValueError(f"add: digits must be >= 1, got {digits}")
+        self.digits, self.reverse_answer = digits, reverse_answer
+        vocab = [str(d) for d in range(10)] + ["+", "="]
+        super().__init__(name, vocab, seq_len=3 * digits + 3, prompt_len=2 * digits + 2,
+                         n_distinct=100 ** digits)
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        a = rng.integers(0, 10 ** self.digits, size=n)
+        b = rng.integers(0, 10 ** self.digits, size=n)
+        msd_first = 10 ** np.arange(self.digits - 1, -1, -1)     # place values 100, 10, 1
+        lsd_first = 10 ** np.arange(self.digits + 1)             # place values 1, 10, 100, 1000
+        c = ((a + b)[:, None] // lsd_first) % 10                 # (n, digits + 1)
+        if not self.reverse_answer:
+            c = c[:, ::-1]
+        tokens = self._pack((a[:, None] // msd_first) % 10, self.stoi["+"], (b[:, None] // msd_first) % 10,
+                            self.stoi["="], c)
+        return tokens, self._answer_mask(n)
+
+
+# ---- a tiny language ----
+
+SUBJECTS = ["我", "你", "他", "她", "我們", "你們", "他們", "老師", "媽媽", "爸爸", "小明", "小華"]
+OBJECTS = {  # verb: the objects it may take
+    "吃": ["蘋果", "香蕉", "麵包", "米飯", "蛋糕"],  # eat: foods
+    "喝": ["茶", "咖啡", "牛奶", "果汁", "水"],  # drink: drinks
+    "讀": ["書", "報紙", "小說", "詩", "雜誌"],  # read: things to read
+    "看": ["電影", "電視", "比賽", "照片", "新聞"],  # watch / look at
+    "寫": ["信", "日記", "作業", "文章", "卡片"],  # write
+    "買": ["衣服", "鞋子", "手機", "雨傘", "花"],  # buy
+}
+
+
+class SentencesTask(Task):
+    """sentences: `我 吃 蘋果 ， 蘋果 被 我 吃 了` ("I eat an apple, the apple was eaten by me").
+
+    Subject, verb, object (which objects may follow depends on the verb: 吃 eat takes foods, 喝 drink takes
+    drinks, ...), then the same event in the passive (被) voice. The first three tokens are free choices and
+    not scored; everything from `，` on is determined by them and scored. The passive clause repeats the
+    object from 2 tokens back, the subject from 6 and the verb from 6: the token just before says nothing
+    about which one (被 is followed by every subject alike), so a model has to attend back to get them right.
+    The prompt `我 吃 蘋果` is exactly the unscored part of an example.
+    """
+
+    def __init__(self, name: str = "sentences"):
+        pairs = [(v, o) for v, objs in OBJECTS.items() for o in objs]
+        vocab = SUBJECTS + list(OBJECTS) + [o for _, o in pairs] + ["，", "被", "了"]
+        super().__init__(name, vocab, seq_len=9, prompt_len=3, n_distinct=len(SUBJECTS) * len(pairs))
+        self.subject_ids = np.array([self.stoi[s] for s in SUBJECTS])
+        self.pair_ids = np.array([(self.stoi[v], self.stoi[o]) for v, o in pairs])  # (n_pairs, 2)
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        subj = self.subject_ids[rng.integers(len(self.subject_ids), size=n)]
+        verb, obj = self.pair_ids[rng.integers(len(self.pair_ids), size=n)].T
+        s = self.stoi
+        tokens = self._pack(subj, verb, obj, s["，"], obj, s["被"], subj, verb, s["了"])
+        return tokens, self._answer_mask(n)
+
+
+# ---- your own text ----
+
+class TextTask(Task):
+    """text: random windows of `seq_len` characters from a UTF-8 file; every next character is scored.
+
+    Teaches whatever the file holds: spelling first, then common words. The vocabulary is the file's
+    characters. The last tenth of the file (at least one window) is held out, see split().
+    """
+
+    def __init__(self, path: str, name: str = "text", seq_len: int = 32):
+        p = Path(path)
+        if not p.is_file():
+            raise FileNotFoundError(f"text task: data file {str(p)!r} not found")
+        try:
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"text task: {str(p)!r} is not UTF-8 text ({e})") from None
+        if len(text) < 2 * seq_len:  # a training part and a held-out part of at least one window each
+            raise ValueError(f"text task: {str(p)!r} has {len(text)} characters, too short for seq_len={seq_len}"
+                             f" (need at least {2 * seq_len})")
+        super().__init__(name, sorted(set(text)), seq_len=seq_len, prompt_len=seq_len // 2, sep="")
+        self.ids = np.array(self.encode(text), dtype=np.int64)  # the whole file, (N,)
+
+    def windows(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        tokens = self.ids[starts[:, None] + np.arange(self.seq_len)]  # (n, seq_len)
+        scored = np.ones_like(tokens, dtype=bool)
+        scored[:, 0] = False  # nothing before the first character to predict it from
+        return tokens, scored
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.windows(rng.integers(0, len(self.ids) - self.seq_len + 1, size=n))
+
+
+def make_task(name: str, *, data: str | None = None, **options: Any) -> Task:
+    """Build a task by name ("sort", "reverse", "add", "sentences", "text"); options go to its constructor."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; choose from {', '.join(TASKS)}")
+    if (name == "text") != (data is not None):
+        raise ValueError("the text task needs data=path to a UTF-8 file" if name == "text"
+                         else f"task {name!r} generates its own data; data= is only for the text task")
+    build = {"sort": ListTask, "reverse": ListTask, "add": AddTask, "sentences": SentencesTask}
+    try:
+        return TextTask(data, **options) if name == "text" else build[name](name=name, **options)
+    except TypeError as e:  # an option the task does not have
+        raise ValueError(f"task {name!r}: {e}") from None
+
+
+# ---- train / held-out ----
+
+@dataclass
+class Split:
+    """A task's fixed held-out examples and a sampler of training examples that never returns one of them."""
+
+    task: Task
+    heldout: tuple[np.ndarray, np.ndarray]  # (tokens, scored), each (n_heldout, seq_len)
+    sampler: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]]
+
+    def train_batch(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.sampler(rng, n)
+
+
+def split(task: Task, n_heldout: int | None = None, seed: int = 0) -> Split:
+    """Hold out n_heldout examples (default 256, fewer for small tasks); same task and seed, same split.
+
+    Generated tasks: n_heldout distinct examples, and training batches are resampled until none of their
+    rows is one of them. Text: windows overlap, so content can't separate them; held-out windows come from
+    the last tenth of the file and training windows from the rest.
+    """
+    if n_heldout is None:
+        n_heldout = 256 if task.n_distinct is None else min(256, task.n_distinct // 5)
+    if n_heldout < 1 or (task.n_distinct is not None and n_heldout > task.n_distinct // 2):
+        raise ValueError(f"n_heldout={n_heldout} is out of range for task {task.name!r}"
+                         f" ({task.n_distinct} distinct examples; hold out at most half)")
+    rng = np.random.default_rng(seed)
+
+    if isinstance(task, TextTask):
+        n, L = len(task.ids), task.seq_len
+        cut = n - max(n // 10, L)  # held-out text is ids[cut:], training text ids[:cut]
+        heldout = task.windows(np.linspace(cut, n - L, n_heldout).astype(np.int64))
+        return Split(task, heldout, lambda r, k: task.windows(r.integers(0, cut - L + 1, size=k)))
+
+    found: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}  # held-out example as bytes -> (tokens, scored)
+    for _ in range(1000):
+        for t, s in zip(*task.sample(rng, n_heldout), strict=True):
+            if len(found) < n_heldout:
+                found.setdefault(t.tobytes(), (t, s))
+        if len(found) == n_heldout:
+            break
+    else:
+        raise ValueError(f"task {task.name!r}: could not find {n_heldout} distinct examples")
+    heldout = (np.stack([t for t, _ in found.values()]), np.stack([s for _, s in found.values()]))
+
+    def sampler(r: np.random.Generator, k: int) -> tuple[np.ndarray, np.ndarray]:
+        tokens, scored = task.sample(r, k)
+        while True:
+            bad = np.array([row.tobytes() in found for row in tokens])
+            if not bad.any():
+                return tokens, scored
+            tokens[bad], scored[bad] = task.sample(r, int(bad.sum()))
+
+    return Split(task, heldout, sampler)
+
+
+def previous_token_baseline(task: Task, data: Split | None = None, n_samples: int = 20_000, seed: int = 0) -> float:
+    """Held-out accuracy on scored targets of the best guess that sees only the previous token.
+
+    The guess for each previous token is the most frequent next token after it at scored positions of
+    n_samples training examples. A task needs attention to the extent a model beats this number.
+    """
+    data = split(task, seed=seed) if data is None else data
+    V = len(task.vocab)
+    tokens, scored = data.train_batch(np.random.default_rng(seed + 1), n_samples)
+    m = scored[:, 1:]  # which targets count
+    counts = np.zeros((V, V), dtype=np.int64)  # counts[prev, next]
+    np.add.at(counts, (tokens[:, :-1][m], tokens[:, 1:][m]), 1)
+    guess = counts.argmax(axis=1)  # (V,) best next token for each previous token
+    tokens, scored = data.heldout
+    m = scored[:, 1:]
+    return float((guess[tokens[:, :-1][m]] == tokens[:, 1:][m]).mean())
