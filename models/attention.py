@@ -47,9 +47,13 @@ class MultiHeadSelfAttention(nn.Module):
         self.attn_dropout = nn.Dropout(dropout)
         self.resid_dropout = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, cache: KVCache | None = None,
-                return_weights: bool = False) -> Tensor | tuple[Tensor, Tensor]:
-        """x (B, T, C) -> (B, T, C); with return_weights, also the attention weights (B, nh, T, T_k)."""
+    def forward(self, x: Tensor, cache: KVCache | None = None, return_weights: bool = False,
+                trace: dict | None = None) -> Tensor | tuple[Tensor, Tensor]:
+        """x (B, T, C) -> (B, T, C); with return_weights, also the attention weights (B, nh, T, T_k).
+
+        Given a dict as `trace`, each step's result is stored in it under the names used below
+        (train.py's explain mode prints them).
+        """
         B, T, C = x.shape
         nh, hs = self.n_heads, C // self.n_heads
 
@@ -79,5 +83,7 @@ class MultiHeadSelfAttention(nn.Module):
 
         # merge the heads back side by side, then the output projection
         out = out.transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, T, C)
+        if trace is not None:
+            trace.update(q=q, k=k, v=v, scores=scores, weights=weights, out=out)
         out = self.resid_dropout(self.proj(out))
         return (out, weights) if return_weights else out

@@ -32,7 +32,7 @@ class DecoderBlock(nn.Module):
         self.ln_2 = nn.LayerNorm(d_model, bias=bias)
         self.mlp = MLP(d_model, dropout, bias)
 
-    def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
-        x = x + self.attn(self.ln_1(x), cache)  # tokens look at each other
+    def forward(self, x: Tensor, cache: KVCache | None = None, trace: dict | None = None) -> Tensor:
+        x = x + self.attn(self.ln_1(x), cache, trace=trace)  # tokens look at each other
         x = x + self.mlp(self.ln_2(x))  # each token thinks on its own
         return x

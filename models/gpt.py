@@ -66,7 +66,15 @@ class GPT(nn.Module):
         loss = None if targets is None else F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX)
         return logits, loss
 
-    def _logits(self, idx: Any, caches: list[KVCache] | None, start: int) -> Tensor:
+    @no_grad()
+    def trace_attention(self, idx: Any) -> list[dict[str, Tensor]]:
+        """Every layer's attention steps (q, k, v, scores, weights, out; see MultiHeadSelfAttention)."""
+        traces: list[dict[str, Tensor]] = [{} for _ in self.blocks]
+        self._logits(idx, None, 0, traces)
+        return traces
+
+    def _logits(self, idx: Any, caches: list[KVCache] | None, start: int,
+                traces: list[dict] | None = None) -> Tensor:
         """Logits for tokens idx (B, T) that sit at positions start, ..., start + T - 1."""
         idx = _token_array(idx, self.wte.weight.device)
         B, T = idx.shape
@@ -76,7 +84,7 @@ class GPT(nn.Module):
         x = self.wte(idx) + self.wpe(xp.arange(start, start + T))  # (B, T, C)
         x = self.drop(x)
         for i, block in enumerate(self.blocks):
-            x = block(x, None if caches is None else caches[i])
+            x = block(x, None if caches is None else caches[i], None if traces is None else traces[i])
         x = self.ln_f(x)
         return F.linear(x, self.wte.weight)  # (B, T, vocab): the head shares the token embedding
 

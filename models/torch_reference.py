@@ -1,0 +1,110 @@
+"""The same GPT written in PyTorch: the oracle that tests compare minigrad with, and the model that
+the benchmark times in PyTorch eager. Needs torch; models/__init__.py does not import it.
+
+`from_minigrad(gpt)` builds it from a minigrad GPT's config and copies the weights in. Parameter names
+match minigrad's (`blocks.0.attn.qkv.weight`, ...), so gradients compare name by name. Shapes: B batch,
+T time, C channels, nh heads, hs head size, V vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+IGNORE_INDEX = -1  # as models.gpt: targets with this value are not scored
+
+
+class MultiHeadSelfAttention(nn.Module):
+    def __init__(self, C: int, nh: int, dropout: float, bias: bool) -> None:
+        super().__init__()
+        self.n_heads = nh
+        self.qkv = nn.Linear(C, 3 * C, bias)  # weight (3C, C), laid out (out, in) as minigrad's Linear
+        self.proj = nn.Linear(C, C, bias)
+        self.attn_dropout = nn.Dropout(dropout)
+        self.resid_dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        nh, hs = self.n_heads, C // self.n_heads
+        q, k, v = self.qkv(x).split(C, dim=2)  # each (B, T, C)
+        q = q.view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
+        k = k.view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
+        v = v.view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T)
+        future = torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), diagonal=1)
+        scores = scores.masked_fill(future, float("-inf"))
+        weights = F.softmax(scores, dim=-1)  # (B, nh, T, T)
+        out = self.attn_dropout(weights) @ v  # (B, nh, T, hs)
+        out = out.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
+        return self.resid_dropout(self.proj(out))
+
+
+class MLP(nn.Module):
+    def __init__(self, C: int, dropout: float, bias: bool) -> None:
+        super().__init__()
+        self.fc = nn.Linear(C, 4 * C, bias)
+        self.proj = nn.Linear(4 * C, C, bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.proj(F.gelu(self.fc(x), approximate="tanh")))  # GPT-2's tanh GELU
+
+
+class DecoderBlock(nn.Module):
+    def __init__(self, C: int, nh: int, dropout: float, bias: bool) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(C, eps=1e-5, bias=bias)
+        self.attn = MultiHeadSelfAttention(C, nh, dropout, bias)
+        self.ln_2 = nn.LayerNorm(C, eps=1e-5, bias=bias)
+        self.mlp = MLP(C, dropout, bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class TorchGPT(nn.Module):
+    """models.gpt.GPT in PyTorch; `config` is a models.gpt.GPTConfig (or anything with its fields)."""
+
+    def __init__(self, config: Any) -> None:
+        super().__init__()
+        self.config = config
+        C = config.n_embd
+        self.wte = nn.Embedding(config.vocab_size, C)
+        self.wpe = nn.Embedding(config.block_size, C)
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(
+            [DecoderBlock(C, config.n_head, config.dropout, config.bias) for _ in range(config.n_layer)]
+        )
+        self.ln_f = nn.LayerNorm(C, eps=1e-5, bias=config.bias)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """idx (B, T) -> logits (B, T, V) and, given targets (B, T), the mean cross-entropy."""
+        B, T = idx.shape
+        if T > self.config.block_size:
+            raise ValueError(f"TorchGPT: sequence of length {T} is longer than block_size={self.config.block_size}")
+        pos = torch.arange(T, device=idx.device)
+        x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)
+        for block in self.blocks:
+            x = block(x)
+        logits = F.linear(self.ln_f(x), self.wte.weight)  # (B, T, V): the head is tied to wte
+        if targets is None:
+            return logits, None
+        loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T), ignore_index=IGNORE_INDEX)
+        return logits, loss
+
+
+def from_minigrad(model: Any, dtype: torch.dtype = torch.float64, device: str = "cpu") -> TorchGPT:
+    """A TorchGPT with `model`'s config and a copy of its weights, in `dtype` on `device`.
+
+    Its training mode follows `model`'s (dropout active in train mode; the masks differ from minigrad's).
+    """
+    ref = TorchGPT(model.config).to(dtype=dtype, device=device)  # convert first: loading copies into this dtype
+    state = {name: torch.from_numpy(p.numpy()) for name, p in model.named_parameters()}
+    ref.load_state_dict(state, strict=True)  # strict: every name must match both ways
+    return ref.train(model.training)

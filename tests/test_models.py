@@ -1,0 +1,262 @@
+"""Tests for models/: gradient checks of attention, the decoder block and a GPT; causality; KV-cache
+generation; attention weights; configuration and input errors; the PyTorch reference
+(models/torch_reference.py) as an oracle for logits, loss and gradients; overfitting one batch.
+"""
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import backend, optim
+from models import GPT, IGNORE_INDEX, DecoderBlock, GPTConfig, KVCache, MultiHeadSelfAttention
+
+TINY = dict(vocab_size=7, block_size=6, n_layer=2, n_head=2, n_embd=8)
+
+
+def scramble(module, std=0.5, seed=0):
+    """Redraw every parameter from N(0, std^2): GPT-2's init (std 0.02, biases 0, LayerNorm 1) makes
+    attention nearly uniform and many gradients tiny, so a wrong backward could still pass a check."""
+    rng = np.random.default_rng(seed)
+    for p in module.parameters():
+        p.data = backend.to_device(rng.standard_normal(p.shape).astype(p.dtype) * std, p.device)
+    return module
+
+
+def tiny_gpt(device="cpu", dtype=mg.float64, seed=0, **overrides):
+    mg.manual_seed(seed)
+    model = GPT(GPTConfig(**{**TINY, **overrides})).to(device).to(dtype)
+    return scramble(model, std=0.3, seed=seed)
+
+
+def tokens(shape, vocab=TINY["vocab_size"], seed=0):
+    return np.random.default_rng(seed).integers(0, vocab, size=shape)
+
+
+# ---- gradient checks, float64, with respect to the input and every parameter ----
+
+def test_gradcheck_attention(device):
+    mg.manual_seed(0)
+    attn = scramble(MultiHeadSelfAttention(8, 2).to(device).to(mg.float64))
+    x = mg.tensor(np.random.default_rng(1).standard_normal((2, 4, 8)), requires_grad=True, device=device)
+    params = attn.parameters()
+    assert len(params) == 4  # qkv and proj, weight and bias each
+    mg.gradcheck(lambda x, *params: attn(x), x, *params)
+
+
+def test_gradcheck_decoder_block(device):
+    mg.manual_seed(0)
+    block = scramble(DecoderBlock(8, 2).to(device).to(mg.float64))
+    x = mg.tensor(np.random.default_rng(1).standard_normal((2, 4, 8)), requires_grad=True, device=device)
+    params = block.parameters()
+    assert len(params) == 12  # two LayerNorms, qkv, attn proj, fc, mlp proj: weight and bias each
+    mg.gradcheck(lambda x, *params: block(x), x, *params)
+
+
+def test_gradcheck_gpt_loss(device):
+    model = tiny_gpt(device)
+    idx = tokens((2, 5))
+    targets = tokens((2, 5), seed=1)
+    targets[0, 0] = IGNORE_INDEX  # an ignored target takes part too
+    params = model.parameters()
+    assert len(params) == 2 + 12 * 2 + 2  # wte, wpe, two blocks, ln_f (the head is wte itself)
+    mg.gradcheck(lambda *params: model(idx, targets)[1], *params)
+
+
+# ---- causality and the attention weights ----
+
+def test_changing_a_future_token_leaves_earlier_logits_unchanged(device):
+    model = tiny_gpt(device).eval()
+    idx = tokens((2, 6))
+    logits = model(idx)[0].numpy()
+    for t in range(idx.shape[1]):
+        changed = idx.copy()
+        changed[:, t] = (changed[:, t] + 1) % TINY["vocab_size"]
+        new = model(changed)[0].numpy()
+        np.testing.assert_array_equal(new[:, :t], logits[:, :t], err_msg=f"token {t} changed earlier logits")
+        assert np.abs(new[:, t] - logits[:, t]).min() > 0, f"changing token {t} did not change its own logits"
+
+
+def test_attention_weights_are_causal_and_normalised(device):
+    mg.manual_seed(0)
+    attn = scramble(MultiHeadSelfAttention(8, 2).to(device).to(mg.float64))
+    x = mg.tensor(np.random.default_rng(1).standard_normal((2, 4, 8)), device=device)
+    out, weights = attn(x, return_weights=True)
+    w = weights.numpy()
+    assert out.shape == (2, 4, 8) and w.shape == (2, 2, 4, 4)
+    np.testing.assert_allclose(w.sum(axis=-1), 1.0, rtol=0, atol=1e-12)
+    assert (np.triu(w, k=1) == 0).all(), "a query attends to a later position"
+    assert (w[..., np.tril(np.ones((4, 4), dtype=bool))] > 0).all(), "a query gives no weight to an earlier position"
+    np.testing.assert_array_equal(attn(x).numpy(), out.numpy())  # return_weights changes nothing else
+
+
+# ---- generation with and without the key/value cache ----
+
+def test_generate_with_cache_matches_without(device):
+    model = scramble(tiny_gpt(device).eval(), std=1.0)  # large weights: tiny random models tend to repeat one token
+    generated = []
+    for prompt_len, new in [(1, 5), (3, 8), (8, 3)]:  # within block_size, past it, a prompt beyond it
+        prompt = tokens((2, prompt_len), seed=prompt_len)
+        with_cache = model.generate(prompt, new, temperature=0)
+        without = model.generate(prompt, new, temperature=0, use_cache=False)
+        assert with_cache.shape == (2, prompt_len + new)
+        np.testing.assert_array_equal(with_cache[:, :prompt_len], prompt)
+        np.testing.assert_array_equal(with_cache, without, err_msg=f"prompt of {prompt_len}, {new} new tokens")
+        generated.append(with_cache[:, prompt_len:].ravel())
+    assert len(np.unique(np.concatenate(generated))) > 2  # a model that always says one token would prove little
+
+
+def test_sampling_with_top_k_1_is_greedy_and_seeded_sampling_repeats():
+    model = scramble(tiny_gpt().eval(), std=1.0)
+    prompt = tokens((2, 2))
+    greedy = model.generate(prompt, 6, temperature=0)
+    np.testing.assert_array_equal(model.generate(prompt, 6, temperature=1.0, top_k=1), greedy)
+    mg.manual_seed(3)
+    first = model.generate(prompt, 6, temperature=2.0)
+    mg.manual_seed(3)
+    np.testing.assert_array_equal(model.generate(prompt, 6, temperature=2.0), first)
+    with pytest.raises(ValueError, match="temperature >= 0"):
+        model.generate(prompt, 1, temperature=-1.0)
+
+
+def test_attention_with_cache_matches_full_sequence(device):
+    """Feeding positions in pieces through a KVCache gives the outputs of one pass over them all."""
+    mg.manual_seed(0)
+    attn = scramble(MultiHeadSelfAttention(8, 2).to(device).to(mg.float64))
+    x = mg.tensor(np.random.default_rng(1).standard_normal((2, 5, 8)), device=device)
+    with mg.no_grad():
+        full = attn(x).numpy()
+        cache = KVCache()
+        pieces = [attn(x[:, a:b], cache).numpy() for a, b in [(0, 2), (2, 3), (3, 4), (4, 5)]]
+    assert len(cache) == 5
+    np.testing.assert_allclose(np.concatenate(pieces, axis=1), full, rtol=0, atol=1e-12)
+    with pytest.raises(RuntimeError, match="no_grad"):
+        KVCache().append(x, x)
+
+
+def test_generate_with_cache_runs_one_position_per_token(monkeypatch):
+    model = tiny_gpt().eval()
+    lengths = []
+    run = model._logits
+
+    def counting(idx, *args, **kwargs):
+        lengths.append(np.shape(idx)[1])  # positions the model runs on in this step
+        return run(idx, *args, **kwargs)
+
+    monkeypatch.setattr(model, "_logits", counting)
+    model.generate(tokens((1, 2)), 4, temperature=0)  # ends at length 6 = block_size
+    assert lengths == [2, 1, 1, 1]
+
+
+# ---- configuration and input errors ----
+
+def test_config_refuses_width_not_divisible_by_heads():
+    with pytest.raises(ValueError, match="n_embd=10 is not divisible by n_head=3"):
+        GPTConfig(n_embd=10, n_head=3)
+    with pytest.raises(ValueError, match="not divisible"):
+        MultiHeadSelfAttention(10, 3)
+
+
+@pytest.mark.parametrize("name", ["vocab_size", "block_size", "n_layer", "n_head", "n_embd"])
+@pytest.mark.parametrize("value", [0, -2, 2.0])
+def test_config_refuses_non_positive_or_non_integer_sizes(name, value):
+    with pytest.raises(ValueError, match=f"{name} must be a positive integer"):
+        GPTConfig(**{**TINY, name: value})
+
+
+@pytest.mark.parametrize("dropout", [-0.1, 1.0])
+def test_config_refuses_dropout_outside_unit_interval(dropout):
+    with pytest.raises(ValueError, match="dropout"):
+        GPTConfig(**TINY, dropout=dropout)
+
+
+def test_sequence_longer_than_block_size_is_refused():
+    model = tiny_gpt()
+    with pytest.raises(ValueError, match="length 7 is longer than block_size=6"):
+        model(tokens((1, 7)))
+    with pytest.raises(ValueError, match="block_size"):
+        model(tokens((1, 7)), tokens((1, 7)))
+    assert model(tokens((1, 6)))[0].shape == (1, 6, TINY["vocab_size"])  # block_size itself is fine
+
+
+@pytest.mark.parametrize("bad", [7, -1, 100])
+def test_token_ids_out_of_range_are_refused(bad):
+    model = tiny_gpt()
+    idx = tokens((2, 4))
+    idx[1, 2] = bad
+    with pytest.raises(IndexError, match=f"{bad} at position \\(1, 2\\) is out of range \\[0, 7\\)"):
+        model(idx)
+
+
+def test_targets_out_of_range_are_refused_but_ignore_index_is_not():
+    model = tiny_gpt()
+    idx, targets = tokens((2, 4)), tokens((2, 4), seed=1)
+    targets[0, 1] = IGNORE_INDEX
+    assert np.isfinite(model(idx, targets)[1].item())
+    targets[1, 3] = 7
+    with pytest.raises(IndexError, match="target 7 at position"):
+        model(idx, targets)
+
+
+@pytest.mark.parametrize("idx", [np.zeros((2, 0), dtype=np.int64), np.zeros(3, dtype=np.int64),
+                                 np.zeros((1, 3), dtype=np.float32)])
+def test_token_ids_of_wrong_shape_or_dtype_are_refused(idx):
+    with pytest.raises(ValueError, match="expected token ids of shape \\(B, T\\)"):
+        tiny_gpt()(idx)
+
+
+# ---- the PyTorch reference: same weights, same logits, loss and gradients ----
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_torch_reference_matches_logits_loss_and_every_gradient(bias):
+    torch = pytest.importorskip("torch", reason="torch is not installed: the PyTorch oracle test is skipped")
+    from models.torch_reference import from_minigrad
+
+    model = tiny_gpt(bias=bias)
+    idx, targets = tokens((3, 6)), tokens((3, 6), seed=1)
+    targets[:, :2] = IGNORE_INDEX  # as a prompt that is not scored
+    ref = from_minigrad(model, dtype=torch.float64)
+
+    logits, loss = model(idx, targets)
+    loss.backward()
+    ref_logits, ref_loss = ref(torch.from_numpy(idx), torch.from_numpy(targets))
+    ref_loss.backward()
+
+    np.testing.assert_allclose(logits.numpy(), ref_logits.detach().numpy(), rtol=0, atol=1e-8)
+    assert abs(loss.item() - ref_loss.item()) <= 1e-8
+    ref_params = dict(ref.named_parameters())
+    assert sorted(ref_params) == sorted(name for name, _ in model.named_parameters())
+    for name, p in model.named_parameters():
+        assert np.abs(p.grad).max() > 1e-6, f"{name}: gradient too small to compare"
+        np.testing.assert_allclose(p.grad, ref_params[name].grad.numpy(), rtol=0, atol=1e-8, err_msg=name)
+
+
+def test_torch_reference_in_float32_for_the_benchmark():
+    torch = pytest.importorskip("torch", reason="torch is not installed: the PyTorch oracle test is skipped")
+    from models.torch_reference import from_minigrad
+
+    model = tiny_gpt(dtype=mg.float32)
+    ref = from_minigrad(model, dtype=torch.float32)
+    assert all(p.dtype == torch.float32 for p in ref.parameters()) and ref.training == model.training
+    idx = tokens((2, 6))
+    with torch.no_grad():
+        expected = ref(torch.from_numpy(idx))[0].numpy()
+    np.testing.assert_allclose(model(idx)[0].numpy(), expected, rtol=1e-4, atol=1e-5)
+
+
+# ---- learning ----
+
+def test_overfits_one_batch():
+    mg.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=16, block_size=8, n_layer=2, n_head=2, n_embd=32))
+    idx = tokens((4, 8), vocab=16, seed=3)
+    targets = tokens((4, 8), vocab=16, seed=4)
+    opt = optim.AdamW(optim.decay_groups(model.named_parameters(), 0.01), lr=1e-2)
+    losses = []
+    for _ in range(50):
+        loss = model(idx, targets)[1]
+        losses.append(loss.item())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert losses[0] == pytest.approx(np.log(16), rel=0.05)  # random init: about uniform predictions
+    assert losses[-1] < losses[0] / 10, f"loss went from {losses[0]:.3f} to only {losses[-1]:.3f}"
