@@ -1,0 +1,192 @@
+"""train.py end to end: learning, CLI errors, checkpoints and resume, interruption, explain mode."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import train
+from explain import explain_example
+from tasks import make_task
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["--n-embd", "16", "--n-head", "2", "--n-layer", "1", "--batch-size", "16", "--samples", "0",
+         "--no-explain", "--eval-interval", "20"]
+
+
+def final_line(text: str) -> dict[str, float]:
+    line = [ln for ln in text.splitlines() if ln.startswith("final: ")][-1]
+    return {k: float(v) for k, v in re.findall(r"(\w+)=([-\d.e+na]+)", line)}
+
+
+def run_main(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    code = train.main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_training_lowers_the_loss(tmp_path, capsys):
+    code, out, _ = run_main(capsys, "--steps", "60", "--out", str(tmp_path), *SMALL)
+    assert code == 0
+    at_20 = float(re.search(r"step\s+20\s+train loss ([\d.]+)", out).group(1))
+    result = final_line(out)
+    uniform = np.log(len(make_task("sentences").vocab))  # what an untrained model scores
+    assert result["step"] == 60
+    assert result["train_loss"] < 0.75 * uniform and result["val_loss"] < 0.75 * uniform
+    assert result["train_loss"] < at_20 - 0.5
+    assert result["tokens_per_s"] > 0
+    assert (tmp_path / train.CHECKPOINT).exists()
+
+
+def test_default_run_prints_samples_and_explanation(tmp_path, capsys):
+    code, out, _ = run_main(capsys, "--steps", "10", "--out", str(tmp_path), "--samples", "2")
+    assert code == 0
+    assert "held-out completions" in out and "Attention in layer" in out
+    assert out.strip().splitlines()[-1].startswith("final: step=10 ")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--n-embd", "30", "--n-head", "4"], "not divisible"),
+    (["--task", "text", "--data", "/no/such/file.txt"], "not found"),
+    (["--task", "text"], "needs data"),
+    (["--block-size", "3"], "too small"),
+    (["--device", "cuda"], "cuda"),
+    (["--steps", "0"], "must be positive"),
+    (["--resume"], "no checkpoint"),
+])
+def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, argv, message):
+    if argv == ["--device", "cuda"] and train.backend.cuda_available():
+        pytest.skip("this machine has a GPU, so --device cuda is valid")
+    code, out, err = run_main(capsys, *argv, "--out", str(tmp_path / "run"))
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_argparse_errors_exit_2():
+    result = subprocess.run([sys.executable, "train.py", "--steps", "many"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2 and "invalid int value" in result.stderr
+
+
+def test_interrupted_run_resumes_to_the_same_result(tmp_path, capsys, monkeypatch):
+    common = ["--task", "sort", "--steps", "30", "--dropout", "0.1", "--checkpoint-interval", "100", *SMALL]
+    code, out, _ = run_main(capsys, *common, "--out", str(tmp_path / "whole"))
+    assert code == 0
+    whole = final_line(out)
+
+    # the same run, sent a real SIGINT (Ctrl-C) during step 15: it finishes the step, saves, and exits 130
+    calls = {"n": 0}
+    clip = train.clip_grad_norm_
+
+    def clip_then_interrupt(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 15:
+            os.kill(os.getpid(), signal.SIGINT)
+        return clip(*args, **kwargs)
+
+    monkeypatch.setattr(train, "clip_grad_norm_", clip_then_interrupt)
+    code, out, _ = run_main(capsys, *common, "--out", str(tmp_path / "split"))
+    assert code == 130 and "stopped at step 15" in out
+    monkeypatch.setattr(train, "clip_grad_norm_", clip)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "the handler must be restored"
+
+    code, out, _ = run_main(capsys, "--resume", "--out", str(tmp_path / "split"))
+    assert code == 0 and "resumed from" in out
+    resumed = final_line(out)
+    assert resumed["step"] == whole["step"] == 30
+    for key in ("train_loss", "val_loss", "val_acc"):
+        assert resumed[key] == whole[key], key
+
+
+def test_resume_refuses_a_different_model(tmp_path, capsys):
+    assert run_main(capsys, "--task", "sort", "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
+    code, _, err = run_main(capsys, "--resume", "--n-embd", "32", "--out", str(tmp_path))
+    assert code == 2 and "differs from the checkpoint" in err
+
+
+def test_killed_run_leaves_the_last_checkpoint_readable(tmp_path):
+    """SIGKILL cannot be caught: what protects the checkpoint is the atomic write."""
+    cmd = [sys.executable, "train.py", "--task", "sort", "--steps", "100000", "--checkpoint-interval", "1",
+           "--out", str(tmp_path), *SMALL]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while not (tmp_path / train.CHECKPOINT).exists() and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # let it write a few more checkpoints, then kill it wherever it is
+        proc.kill()
+    finally:
+        proc.wait()
+    ckpt = train.load_checkpoint(str(tmp_path))
+    assert ckpt["step"] >= 1 and "model" in ckpt
+
+
+def test_ctrl_c_in_a_real_process_saves_and_exits_130(tmp_path):
+    cmd = [sys.executable, "train.py", "--task", "sort", "--steps", "100000", "--checkpoint-interval", "5",
+           "--out", str(tmp_path), *SMALL]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not (tmp_path / train.CHECKPOINT).exists() and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    step = int(re.search(r"stopped at step (\d+)", out).group(1))
+    assert train.load_checkpoint(str(tmp_path))["step"] == step
+
+
+def test_explain_weights_sum_to_one_and_are_zero_when_masked(tmp_path, capsys):
+    assert run_main(capsys, "--steps", "20", "--out", str(tmp_path), *SMALL)[0] == 0
+    code, out, _ = run_main(capsys, "explain", "--out", str(tmp_path), "--prompt", "我 吃 蘋果", "--query", "1",
+                            "--layer", "0", "--head", "1")
+    assert code == 0
+    rows = re.findall(r"^\s+(\d+)\s+\S+\s+(-?[\d.]+)\s+(kept|-inf)\s+([\d.]+)%", out, flags=re.M)
+    assert [int(r[0]) for r in rows] == [0, 1, 2]
+    weights = {int(r[0]): float(r[3]) / 100 for r in rows}
+    assert [r[2] for r in rows] == ["kept", "kept", "-inf"]
+    assert weights[2] == 0.0
+    assert abs(weights[0] + weights[1] - 1) < 2e-3  # printed to 0.1%
+    assert "Attention in layer 0, head 1, for position 1 (吃)" in out
+
+
+def test_explain_uses_the_model_s_own_weights(tmp_path, capsys):
+    """The printed step 3 is softmax(step 1) over the kept positions: the two computations agree."""
+    assert run_main(capsys, "--steps", "20", "--out", str(tmp_path), *SMALL)[0] == 0
+    ckpt = train.load_checkpoint(str(tmp_path))
+    task, model = train.build(ckpt["settings"], "cpu")
+    model.load_state_dict(ckpt["model"])
+    ids = make_task("sentences").encode("我 吃 蘋果 ， 蘋果")
+    explain_example(model, task, ids, layer=0, head=0, query=3)
+    out = capsys.readouterr().out
+    rows = re.findall(r"^\s+(\d+)\s+\S+\s+(-?[\d.]+)\s+(kept|-inf)\s+([\d.]+)%", out, flags=re.M)
+    scores = np.array([float(r[1]) for r in rows if r[2] == "kept"])
+    softmax = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
+    printed = np.array([float(r[3]) / 100 for r in rows if r[2] == "kept"])
+    np.testing.assert_allclose(printed, softmax, atol=2e-3)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--prompt", "我 吃 火車"], "unknown token"),
+    (["--layer", "7"], "out of range"),
+])
+def test_explain_errors(tmp_path, capsys, argv, message):
+    assert run_main(capsys, "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
+    code, _, err = run_main(capsys, "explain", "--out", str(tmp_path), *argv)
+    assert code == 2 and message in err
+
+
+def test_explain_png(tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="the heatmap needs matplotlib (pip install -e '.[plot]')")
+    assert run_main(capsys, "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
+    png = tmp_path / "attention.png"
+    code, out, _ = run_main(capsys, "explain", "--out", str(tmp_path), "--png", str(png))
+    assert code == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
