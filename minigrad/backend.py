@@ -9,6 +9,8 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -79,8 +81,50 @@ def scatter_add(target: Array, indices: Any, values: Array) -> None:
     """target[indices] += values, with repeated indices accumulating (unlike plain `+=`)."""
     if device_of(target) == "cuda":
         cupyx.scatter_add(target, indices, values)
+    elif getattr(indices, "ndim", None) == 1 and indices.size:
+        # rows of an embedding: np.add.at goes row by row, so sort the indices instead and sum each
+        # run of equal ones with a single reduceat
+        order = np.argsort(indices, kind="stable")
+        rows = indices[order]
+        starts = np.flatnonzero(np.diff(rows, prepend=rows[0] - 1))
+        target[rows[starts]] += np.add.reduceat(values[order], starts, axis=0)
     else:
         np.add.at(target, indices, values)
+
+
+# ---- using every CPU core for elementwise work ----
+
+_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+_pool: ThreadPoolExecutor | None = None
+_MIN_PARALLEL = 1 << 15  # below this many elements, handing work to threads costs more than it saves
+
+
+def blocks(n: int, device: str, elements: int | None = None) -> list[slice]:
+    """Slices covering range(n): one per CPU core when the work (`elements`, default n) is large,
+    a single one on the GPU."""
+    if device == "cuda" or (elements or n) < _MIN_PARALLEL or _threads == 1 or n < _threads:
+        return [slice(0, n)]
+    bounds = [n * i // _threads for i in range(_threads + 1)]
+    return [slice(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def run_parallel(fn: Callable[[Any], None], items: list[Any], device: str = "cpu",
+                 elements: int | None = None) -> None:
+    """fn(item) for every item, spread over the CPU's cores.
+
+    NumPy releases the GIL inside each ufunc, so elementwise passes over separate blocks of an array
+    run in parallel, the way PyTorch splits its CPU kernels between threads. A single item, GPU work,
+    or little work in all (`elements`) runs here, one item after another.
+    """
+    global _pool
+    if len(items) == 1 or device == "cuda" or _threads == 1 or (elements or _MIN_PARALLEL) < _MIN_PARALLEL:
+        for item in items:
+            fn(item)
+        return
+    if _pool is None:
+        _pool = ThreadPoolExecutor(_threads, thread_name_prefix="minigrad")
+    for _ in _pool.map(fn, items):  # consuming the results re-raises any exception here
+        pass
 
 
 def chunk_size(device: str) -> int:
@@ -126,7 +170,7 @@ def _keep_large_blocks_in_heap() -> None:
         return
     m_trim_threshold, m_mmap_max = -1, -4
     libc.mallopt(m_mmap_max, 0)  # no block is mmap'd: all come from the heap
-    libc.mallopt(m_trim_threshold, 2**31 - 1)  # freed heap memory is kept for the next step
+    libc.mallopt(m_trim_threshold, -1)  # -1: never give freed heap memory back; the next step reuses it
 
 
 _keep_large_blocks_in_heap()

@@ -8,6 +8,7 @@ count, moment buffers) round-trips through state_dict() for exact resumption.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -36,7 +37,7 @@ class Optimizer:
         self.step_count = 0
         self.state = [{name: backend.get_array_module(p.data).zeros_like(p.data) for name in self.state_names}
                       for p in self.parameters()]
-        self._scratch: dict[Any, Any] = {}
+        self._scratch = threading.local()  # each thread's scratch buffers, by (device, dtype)
 
     def parameters(self) -> Iterator[Parameter]:
         for g in self.param_groups:
@@ -47,32 +48,39 @@ class Optimizer:
             p.grad = None
 
     def step(self) -> None:
-        """Update every parameter that has a gradient, chunk by chunk (see _chunks)."""
+        """Update every parameter that has a gradient, chunk by chunk (see _chunks), on all cores."""
         self.step_count += 1
-        i = 0
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is not None:
-                    for p_chunk, g_chunk, tmp, state in self._chunks(p, self.state[i]):
-                        self.update(group, p_chunk, g_chunk, tmp, **state)
-                i += 1
+        pairs = [(group, p) for group in self.param_groups for p in group["params"]]
+        jobs = [(group, *views) for (group, p), state in zip(pairs, self.state, strict=True) if p.grad is not None
+                for views in self._chunks(p, state)]
+        if jobs:
+            backend.run_parallel(self._update_chunk, jobs, pairs[0][1].device, sum(p.size for _, p in pairs))
 
     def update(self, group: dict[str, Any], p: Any, g: Any, tmp: Any, **state: Any) -> None:
         """The rule itself, on flat views of parameter, gradient, a scratch buffer and the state."""
         raise NotImplementedError
 
-    def _chunks(self, p: Parameter, state: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
-        """Flat views of at most backend.CHUNK elements: elementwise passes over a chunk stay in cache."""
-        flat = [p.data.reshape(-1), p.grad.reshape(-1)]
-        named = {k: v.reshape(-1) for k, v in state.items()}
+    def _update_chunk(self, job: tuple) -> None:
+        group, p, g, state = job
+        self.update(group, p, g, self._scratch_for(p), **state)
+
+    def _scratch_for(self, chunk: Any) -> Any:
+        """A scratch array as long as `chunk`, one per thread, reused from step to step."""
+        key = (backend.device_of(chunk), chunk.dtype)
+        buffers = self._scratch.__dict__
+        if key not in buffers or buffers[key].size < chunk.size:
+            buffers[key] = backend.get_array_module(chunk).empty(chunk.size, dtype=chunk.dtype)
+        return buffers[key][: chunk.size]
+
+    def _chunks(self, p: Parameter, state: dict[str, Any]) -> Iterator[tuple[Any, Any, dict[str, Any]]]:
+        """Flat views of at most backend.chunk_size elements: the several elementwise passes of an
+        update then run over a chunk that stays in cache, instead of streaming the whole model each time."""
+        flat_p, flat_g = p.data.reshape(-1), p.grad.reshape(-1)
+        flat_state = {k: v.reshape(-1) for k, v in state.items()}
         size = backend.chunk_size(p.device)
-        key = (p.device, p.dtype)
-        if key not in self._scratch or self._scratch[key].size < min(size, p.size):
-            self._scratch[key] = backend.get_array_module(p.data).empty(min(size, max(p.size, 1)), dtype=p.dtype)
         for start in range(0, p.size, size):
-            end = min(start + size, p.size)
-            yield flat[0][start:end], flat[1][start:end], self._scratch[key][: end - start], \
-                {k: v[start:end] for k, v in named.items()}
+            chunk = slice(start, start + size)
+            yield flat_p[chunk], flat_g[chunk], {k: v[chunk] for k, v in flat_state.items()}
 
     # -- saving and loading --
     def state_dict(self) -> dict[str, Any]:
