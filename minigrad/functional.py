@@ -79,40 +79,16 @@ class Softmax(Function):
 
     def forward(self, x, axis):
         xp = backend.get_array_module(x)
-        self.y, self.axis = xp.empty_like(x), axis
-
-        def rows(s):  # the rows in block s of the first axis
-            y = self.y[s]
-            xp.subtract(x[s], x[s].max(axis=axis, keepdims=True), out=y)  # the max is for stability only
-            xp.exp(y, out=y)
-            y /= y.sum(axis=axis, keepdims=True)
-
-        _over_blocks(rows, x, axis)
-        return self.y
+        y = x - x.max(axis=axis, keepdims=True)  # the max is subtracted for stability only
+        xp.exp(y, out=y)
+        y /= y.sum(axis=axis, keepdims=True)
+        self.y, self.axis = y, axis
+        return y
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
-        dx = xp.empty_like(dout)
-
-        def rows(s):
-            y, d = self.y[s], dx[s]
-            xp.multiply(dout[s], y, out=d)
-            xp.subtract(dout[s], d.sum(axis=self.axis, keepdims=True), out=d)
-            d *= y
-
-        _over_blocks(rows, dout, self.axis)
+        dx = dout - (dout * self.y).sum(axis=self.axis, keepdims=True)
+        dx *= self.y
         return (dx,)
-
-
-def _over_blocks(fn: Any, x: Any, axis: int | None = None) -> None:
-    """fn(s) for blocks s of x's first axis, run in parallel on the CPU (see backend.run_parallel).
-
-    A softmax or reduction along `axis` stays inside each block, so the first axis is only split when
-    it is not `axis`; elementwise ops pass axis=None.
-    """
-    splittable = x.ndim > 0 and (axis is None or axis % x.ndim != 0)
-    n = x.shape[0] if splittable else 1
-    backend.run_parallel(fn, backend.blocks(n, backend.device_of(x), x.size) if splittable else [slice(None)])
 
 
 class LogSoftmax(Function):
@@ -197,42 +173,31 @@ class LayerNorm(Function):
 
     def forward(self, x, *affine, eps):
         xp = backend.get_array_module(x)
-        self.xhat, self.rstd = xp.empty_like(x), xp.empty((*x.shape[:-1], 1), dtype=x.dtype)  # (N, C), (N, 1)
-        self.w = affine[0] if affine else None
-        y = xp.empty_like(x) if affine else self.xhat
-
-        def rows(s):  # the rows in block s of the first axis
-            xhat, rstd = self.xhat[s], self.rstd[s]
-            xp.subtract(x[s], x[s].mean(axis=-1, keepdims=True), out=xhat)
-            rstd[...] = 1 / xp.sqrt((xhat * xhat).mean(axis=-1, keepdims=True) + eps)
-            xhat *= rstd
-            if affine:
-                xp.multiply(xhat, affine[0], out=y[s])
-                if len(affine) == 2:
-                    y[s] += affine[1]
-
-        _over_blocks(rows, x, axis=-1)
+        xhat = x - x.mean(axis=-1, keepdims=True)
+        rstd = 1 / xp.sqrt((xhat * xhat).mean(axis=-1, keepdims=True) + eps)  # (N, 1)
+        xhat *= rstd
+        self.xhat, self.rstd, self.w = xhat, rstd, affine[0] if affine else None
+        y = xhat
+        if affine:
+            y = xhat * affine[0]
+            if len(affine) == 2:
+                y += affine[1]
         return y
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
         xhat, rstd, w = self.xhat, self.rstd, self.w
         # in the forward pass this was: y = xhat * w + b
         if w is not None:
             leading = tuple(range(dout.ndim - 1))
             dw = (dout * xhat).sum(axis=leading)
             db = dout.sum(axis=leading)
-        dx = xp.empty_like(dout)
-
-        def rows(s):
-            # and before that: xhat = (x - mean) * rstd; x enters through x, mean and rstd: three terms
-            dxhat = dout[s] if w is None else dout[s] * w
-            d = dx[s]
-            xp.subtract(dxhat, dxhat.mean(axis=-1, keepdims=True), out=d)
-            d -= xhat[s] * (dxhat * xhat[s]).mean(axis=-1, keepdims=True)
-            d *= rstd[s]
-
-        _over_blocks(rows, dout, axis=-1)
+            dxhat = dout * w
+        else:
+            dxhat = dout
+        # and before that: xhat = (x - mean) * rstd; x enters through x, mean and rstd: three terms
+        dx = dxhat - dxhat.mean(axis=-1, keepdims=True)
+        dx -= xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
+        dx *= rstd
         return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
 
 
@@ -333,46 +298,28 @@ _GELU_C = math.sqrt(2 / math.pi)
 class Gelu(Function):
     """y = 0.5 x (1 + tanh(u)),  u = c (x + 0.044715 x^3),  c = sqrt(2 / pi)   (GPT-2's tanh form)
 
-    dx = dout * (0.5 (1 + t) + 0.5 x (1 - t^2) du/dx),  t = tanh(u),  du/dx = c (1 + 3 * 0.044715 x^2)
+    dx = dout * (0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)),  t = tanh(u)
     """
 
     def forward(self, x):
         xp = backend.get_array_module(x)
-        self.x, self.t, y = x, xp.empty_like(x), xp.empty_like(x)
-
-        def block(s):  # in place, on block s of the first axis, to make no temporaries
-            x, t, ys = self.x[s], self.t[s], y[s]
-            xp.multiply(x, x, out=t)
-            t *= 0.044715 * _GELU_C
-            t += _GELU_C
-            t *= x  # u = c x (1 + 0.044715 x^2)
-            xp.tanh(t, out=t)
-            xp.add(t, 1, out=ys)
-            ys *= x
-            ys *= 0.5
-
-        _over_blocks(block, x)
+        t = x * x
+        t *= 0.044715
+        t += 1
+        t *= x
+        t *= _GELU_C  # u = c x (1 + 0.044715 x^2)
+        xp.tanh(t, out=t)
+        self.x, self.t = x, t
+        y = t + 1
+        y *= x
+        y *= 0.5
         return y
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
-        dx, tmp = xp.empty_like(dout), xp.empty_like(dout)
-
-        def block(s):
-            x, t, d, u = self.x[s], self.t[s], dx[s], tmp[s]
-            xp.multiply(x, x, out=d)
-            d *= 3 * 0.044715 * _GELU_C
-            d += _GELU_C  # du/dx
-            d *= x
-            xp.multiply(t, t, out=u)
-            xp.subtract(1, u, out=u)
-            d *= u
-            xp.add(t, 1, out=u)
-            d += u
-            d *= 0.5  # 0.5 (1 + t) + 0.5 x (1 - t^2) du/dx
-            d *= dout[s]
-
-        _over_blocks(block, dout)
+        x, t = self.x, self.t
+        du_dx = _GELU_C * (1 + 3 * 0.044715 * x * x)
+        dx = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du_dx
+        dx *= dout
         return (dx,)
 
 

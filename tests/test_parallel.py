@@ -1,6 +1,7 @@
-"""The CPU thread-parallel paths (backend.run_parallel) give the same numbers as one thread.
+"""The CPU thread-parallel path (backend.run_parallel, used by the optimizers) gives the same numbers
+as one thread.
 
-Small test shapes normally stay below the size where work is split between threads, so these tests
+Small test sizes normally stay below the size where work is split between threads, so these tests
 lower that threshold to one element and compare against the sequential result, bit for bit.
 """
 
@@ -11,17 +12,7 @@ import pytest
 
 import minigrad as mg
 from minigrad import backend
-from minigrad.gradcheck import CASES
 from minigrad.optim import AdamW
-
-SPLIT_OPS = ("softmax", "layer_norm", "gelu", "composite")  # the primitives that split their work in blocks
-
-
-def run_case(case, device):
-    inputs = case.inputs(device)
-    out = case.fn(*inputs)
-    out.backward(backend.to_device(np.random.default_rng(1).standard_normal(out.shape), device))
-    return out.numpy(), [t.grad.copy() for t in inputs]
 
 
 @pytest.fixture
@@ -31,21 +22,8 @@ def threads_always(monkeypatch):
     monkeypatch.setattr(backend, "_MIN_PARALLEL", 1)
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.name.startswith(SPLIT_OPS)], ids=lambda c: c.name)
-def test_split_primitives_match_one_thread(case, monkeypatch):
-    sequential = run_case(case, "cpu")
-    if backend._threads == 1:
-        pytest.skip("one CPU core: nothing runs in parallel")
-    monkeypatch.setattr(backend, "_MIN_PARALLEL", 1)
-    assert len(backend.blocks(4, "cpu")) > 1, "the threshold patch must make the work split"
-    parallel = run_case(case, "cpu")
-    np.testing.assert_array_equal(parallel[0], sequential[0])
-    for p, s in zip(parallel[1], sequential[1], strict=True):
-        np.testing.assert_array_equal(p, s)
-    mg.gradcheck(case.fn, *case.inputs("cpu"))  # and the parallel backward is right on its own
-
-
 def test_parallel_adamw_matches_one_thread(monkeypatch):
+    calls = []
     def train(parallel: bool) -> list[np.ndarray]:
         rng = np.random.default_rng(0)
         params = [mg.nn.Parameter(rng.standard_normal(s)) for s in ((33, 5), (7,), (64,))]
@@ -54,6 +32,7 @@ def test_parallel_adamw_matches_one_thread(monkeypatch):
             m.setattr(backend, "chunk_size", lambda device: 16)
             if parallel:
                 m.setattr(backend, "_MIN_PARALLEL", 1)
+                m.setattr(backend, "run_parallel", _spy(backend.run_parallel, calls))
             for _ in range(3):
                 for p in params:
                     p.grad = rng.standard_normal(p.shape)
@@ -64,6 +43,15 @@ def test_parallel_adamw_matches_one_thread(monkeypatch):
         pytest.skip("one CPU core: nothing runs in parallel")
     for a, b in zip(train(True), train(False), strict=True):
         np.testing.assert_array_equal(a, b)
+    assert calls and all(n > 2 for n in calls), "the update must have been split into several jobs"
+
+
+def _spy(fn, calls):
+    def wrapped(f, items, *args, **kwargs):
+        calls.append(len(items))
+        return fn(f, items, *args, **kwargs)
+
+    return wrapped
 
 
 def test_an_exception_in_a_worker_reaches_the_caller(threads_always):
