@@ -20,7 +20,7 @@ import numpy as np
 
 from models import GPT
 from tasks import Task, split
-from train import CHECKPOINT, UsageError, build, load_checkpoint
+from train import CHECKPOINT, HELDOUT_SEED, UsageError, build, load_checkpoint
 
 
 def explain_main(argv: Sequence[str]) -> int:
@@ -41,7 +41,7 @@ def explain_main(argv: Sequence[str]) -> int:
     model.load_state_dict(ckpt["model"])
     model.eval()
     if args.prompt is None:
-        ids = task.split_prompt(split(task, seed=ckpt["settings"]["seed"]).heldout[0][0])[0]
+        ids = task.split_prompt(split(task, seed=HELDOUT_SEED).heldout[0][0])[0]
     else:
         try:
             ids = task.encode(args.prompt)

@@ -26,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import minigrad as mg  # noqa: E402
+from minigrad import backend  # noqa: E402
 from minigrad.optim import AdamW, decay_groups  # noqa: E402
 from models import GPT, GPTConfig  # noqa: E402
 
@@ -35,7 +36,10 @@ CONFIGS = {  # GPTConfig fields, plus the batch size
     "medium": {"vocab_size": 256, "n_embd": 256, "n_head": 8, "n_layer": 4, "block_size": 128, "batch": 16},
     # the walkthrough's numbers: one block of width 4096, 32 heads of 128
     "seed-scale": {"vocab_size": 256, "n_embd": 4096, "n_head": 32, "n_layer": 1, "block_size": 128, "batch": 1},
+    # GPT-2 small's shape, for a GPU (not run by default)
+    "gpt2": {"vocab_size": 50304, "n_embd": 768, "n_head": 12, "n_layer": 12, "block_size": 1024, "batch": 8},
 }
+DEFAULT_CONFIGS = ["tiny", "small", "medium", "seed-scale"]
 FLOPS_FORMULA = "3 x forward matmul FLOPs; forward = 2*B*T*(12*L*C^2 + V*C) + 4*L*B*T^2*C"
 
 
@@ -53,27 +57,28 @@ def blas_threads() -> str:
                      for i in threadpool_info() if i["user_api"] == "blas")
 
 
-def matmul_ceiling(n: int = 2048, repeats: int = 5) -> float:
-    """GFLOP/s of a float32 n x n x n NumPy matmul, best of `repeats`."""
-    a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
-    b = np.random.default_rng(1).standard_normal((n, n), dtype=np.float32)
+def matmul_ceiling(device: str = "cpu", n: int = 2048, repeats: int = 5) -> float:
+    """GFLOP/s of a float32 n x n x n matmul (NumPy, or CuPy on "cuda"), best of `repeats`."""
+    a = backend.to_device(np.random.default_rng(0).standard_normal((n, n), dtype=np.float32), device)
+    b = backend.to_device(np.random.default_rng(1).standard_normal((n, n), dtype=np.float32), device)
     a @ b
-    best = min(_timed(lambda: a @ b) for _ in range(repeats))
+    best = min(_timed(lambda: a @ b, device) for _ in range(repeats))
     return 2 * n**3 / best / 1e9
 
 
-def _timed(fn: Any) -> float:
+def _timed(fn: Any, device: str) -> float:
     start = time.perf_counter()
     fn()
+    backend.synchronize(device)
     return time.perf_counter() - start
 
 
 # ---- the two steps ----
 
-def minigrad_setup(c: dict[str, int]) -> tuple[GPT, Any, Any, Any]:
+def minigrad_setup(c: dict[str, int], device: str = "cpu") -> tuple[GPT, Any, Any, Any]:
     mg.manual_seed(0)
     config = GPTConfig(**{k: v for k, v in c.items() if k != "batch"})
-    model = GPT(config)
+    model = GPT(config).to(device)
     opt = AdamW(decay_groups(model.named_parameters(), 0.1), lr=1e-4)
     rng = np.random.default_rng(0)
     x = rng.integers(0, c["vocab_size"], (c["batch"], c["block_size"]))
@@ -82,14 +87,18 @@ def minigrad_setup(c: dict[str, int]) -> tuple[GPT, Any, Any, Any]:
 
 
 def minigrad_step(model: GPT, opt: AdamW, x: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    """One training step, timed by phase."""
+    """One training step, timed by phase (waiting for the GPU at each boundary, where there is one)."""
+    device = model.wte.weight.device
     t0 = time.perf_counter()
     opt.zero_grad()
     _, loss = model(x, y)
+    backend.synchronize(device)
     t1 = time.perf_counter()
     loss.backward()
+    backend.synchronize(device)
     t2 = time.perf_counter()
     opt.step()
+    backend.synchronize(device)
     t3 = time.perf_counter()
     return {"forward": t1 - t0, "backward": t2 - t1, "adamw": t3 - t2, "step": t3 - t0}
 
@@ -99,22 +108,29 @@ def torch_setup(model: GPT, x: np.ndarray, y: np.ndarray) -> tuple[Any, Any, Any
 
     from models.torch_reference import from_minigrad
 
-    ref = from_minigrad(model, dtype=torch.float32)
+    device = model.wte.weight.device
+    ref = from_minigrad(model, dtype=torch.float32, device=device)
     named = dict(ref.named_parameters())
     groups = [{"params": [named[n] for n, p in model.named_parameters() if p.ndim >= 2], "weight_decay": 0.1},
               {"params": [named[n] for n, p in model.named_parameters() if p.ndim < 2], "weight_decay": 0.0}]
     opt = torch.optim.AdamW(groups, lr=1e-4)
-    return ref, opt, torch.from_numpy(x), torch.from_numpy(y)
+    return ref, opt, torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
 
 
 def torch_step(ref: Any, opt: Any, x: Any, y: Any) -> dict[str, float]:
+    import torch
+
+    sync = torch.cuda.synchronize if x.is_cuda else (lambda: None)
     t0 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
     _, loss = ref(x, y)
+    sync()
     t1 = time.perf_counter()
     loss.backward()
+    sync()
     t2 = time.perf_counter()
     opt.step()
+    sync()
     t3 = time.perf_counter()
     return {"forward": t1 - t0, "backward": t2 - t1, "adamw": t3 - t2, "step": t3 - t0}
 
@@ -149,9 +165,9 @@ def float64_free(model: GPT, x: np.ndarray, y: np.ndarray) -> bool:
 
 # ---- measurements ----
 
-def compare(name: str, steps: int, warmup: int, with_torch: bool) -> dict[str, Any]:
+def compare(name: str, steps: int, warmup: int, with_torch: bool, device: str = "cpu") -> dict[str, Any]:
     c = CONFIGS[name]
-    model, opt, x, y = minigrad_setup(c)
+    model, opt, x, y = minigrad_setup(c, device)
     result: dict[str, Any] = {"config": name, "float64_free": float64_free(model, x, y)}
     runs: dict[str, list[dict[str, float]]] = {"minigrad": []}
     ref = None
@@ -207,7 +223,9 @@ def _status_mib(field: str) -> float:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
+    p.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=DEFAULT_CONFIGS)
+    p.add_argument("--device", choices=list(backend.DEVICES), default="cpu",
+                   help="cuda: both frameworks on the GPU (peak memory is then not measured)")
     p.add_argument("--steps", type=int, default=None, help="timed steps per framework (default: 30, 5 at seed-scale)")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
@@ -224,17 +242,21 @@ def main() -> None:
 
     print(f"machine: {_cpu_name()}, {os.cpu_count()} cores; NumPy {np.__version__}; BLAS: {blas_threads()}")
     print(torch_info)
-    ceiling = matmul_ceiling()
-    print(f"NumPy float32 matmul 2048^3: {ceiling:.1f} GFLOP/s (the ceiling for the array work; measured "
+    backend.check_device(args.device)
+    if args.device == "cuda":
+        args.no_memory = True
+    ceiling = matmul_ceiling(args.device)
+    library = "CuPy" if args.device == "cuda" else "NumPy"
+    print(f"{library} float32 matmul 2048^3: {ceiling:.1f} GFLOP/s (the ceiling for the array work; measured "
           "again at the end, and the higher of the two used)")
     print(f"GFLOP/s below = {FLOPS_FORMULA}, / step time\n")
     header = (f"{'config':<11} {'params':>8} {'ms/step':>9} {'fwd':>7} {'bwd':>7} {'adamw':>7} {'tokens/s':>9} "
-              f"{'GFLOP/s':>8} {'% ceil':>6} {'torch ms':>9} {'ratio':>6} {'peak MiB':>9} {'torch MiB':>9} f64")
+              f"{'GFLOP/s':>8} {'torch ms':>9} {'ratio':>6} {'peak MiB':>9} {'torch MiB':>9} f64")
     print(header)
     results = []
     for name in args.configs:
         steps = args.steps or (5 if name == "seed-scale" else 30)
-        r = compare(name, steps, args.warmup, torch is not None)
+        r = compare(name, steps, args.warmup, torch is not None, args.device)
         c = CONFIGS[name]
         m = r["minigrad"]
         r["params"] = GPT(GPTConfig(**{k: v for k, v in c.items() if k != "batch"})).num_parameters()
@@ -248,11 +270,11 @@ def main() -> None:
         t = r.get("torch", {})
         print(f"{name:<11} {r['params'] / 1e6:>7.2f}M {m['step'] * 1e3:>9.2f} {m['forward'] * 1e3:>7.2f} "
               f"{m['backward'] * 1e3:>7.2f} {m['adamw'] * 1e3:>7.2f} {r['tokens_per_s']:>9.0f} {r['gflops']:>8.1f} "
-              f"{100 * r['gflops'] / ceiling:>5.0f}% {t.get('step', float('nan')) * 1e3:>9.2f} "
+              f"{t.get('step', float('nan')) * 1e3:>9.2f} "
               f"{r.get('ratio', float('nan')):>6.2f} {r.get('peak_mib', float('nan')):>9.0f} "
               f"{(r.get('torch_peak_mib') or float('nan')):>9.0f} {'no' if r['float64_free'] else 'YES'}", flush=True)
-    again = matmul_ceiling()
-    print(f"NumPy float32 matmul 2048^3 at the end: {again:.1f} GFLOP/s")
+    again = matmul_ceiling(args.device)
+    print(f"float32 matmul 2048^3 at the end: {again:.1f} GFLOP/s")
     ceiling = max(ceiling, again)
     print("\nratio = median over pairs of minigrad step / PyTorch step (alternating); f64 = any float64 array in "
           "a float32 step; fwd/bwd/adamw are minigrad's medians by phase")

@@ -72,6 +72,12 @@ def to_device(array: Array, device: str) -> Array:
     return cupy.asarray(array) if check_device(device) == "cuda" else cupy.asnumpy(array)
 
 
+def synchronize(device: str) -> None:
+    """Wait until the device has finished the work queued so far (for timings); a no-op on the CPU."""
+    if device == "cuda":
+        cupy.cuda.Device().synchronize()
+
+
 def to_numpy(array: Array) -> np.ndarray:
     """A NumPy array, copied from the GPU where needed."""
     return cupy.asnumpy(array) if device_of(array) == "cuda" else np.asarray(array)

@@ -387,8 +387,6 @@ class Concatenate(Function):
 def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     if not tensors:
         raise ValueError("concatenate: need at least one tensor")
-    if len({t.dtype for t in tensors}) > 1:
-        raise TypeError(f"concatenate: dtypes differ: {[str(t.dtype) for t in tensors]}")
     ndim = tensors[0].ndim
     if not -ndim <= axis < ndim:
         raise ValueError(f"concatenate: axis {axis} is out of range for tensors of shape {tensors[0].shape}")

@@ -76,13 +76,16 @@ class Mul(Function):
     """z = a * b;  da = dout * b,  db = dout * a"""
 
     def forward(self, a, b):
-        self.a, self.b = a, b
+        # da needs b and db needs a: keep only what backward will use (`scores * scale` keeps no scores)
+        need_a, need_b = self.needs_input_grad or (False, False)
+        self.a_shape, self.b_shape = a.shape, b.shape
+        self.a, self.b = (a if need_b else None), (b if need_a else None)
         return a * b
 
     def backward(self, dout):
         da, db = self.needs_input_grad
-        return (unbroadcast(dout * self.b, self.a.shape) if da else None,
-                unbroadcast(dout * self.a, self.b.shape) if db else None)
+        return (unbroadcast(dout * self.b, self.a_shape) if da else None,
+                unbroadcast(dout * self.a, self.b_shape) if db else None)
 
 
 class Div(Function):

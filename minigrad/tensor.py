@@ -49,9 +49,13 @@ class Function:
     needs, and `backward(self, dout) -> tuple of dx`, one per input (None where no gradient is
     needed; `self.needs_input_grad` says which). Each dx must be a new array, `dout` itself, or a
     view of `dout`: the engine copies before writing into the latter two.
+
+    The graph's edges are `parents`: for each input, the node that computed it, or the input itself
+    when it is a leaf (None when it needs no gradient). Edges lead to nodes, not to the tensors
+    between them, so an intermediate result stays in memory only if some backward saved it.
     """
 
-    parents: tuple[Tensor, ...] | None = ()
+    parents: tuple[Function | Tensor | None, ...] | None = ()
     needs_input_grad: tuple[bool, ...] = ()
 
     @classmethod
@@ -70,7 +74,8 @@ class Function:
             raise ValueError(f"{cls.__name__.lower()}: inputs of shapes {shapes}: {err}") from None
         result = Tensor._wrap(out, requires_grad)
         if requires_grad:
-            fn.parents = inputs
+            fn.parents = tuple((t._ctx or t) if t.requires_grad else None for t in inputs)
+            fn.shape, fn.dtype = out.shape, out.dtype  # what this node hands its consumers, for checks
             result._ctx = fn
         return result
 
@@ -242,25 +247,28 @@ class Tensor:
 
 
 def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
-    """Reverse-mode sweep: each node's gradient is complete once every consumer has sent its part."""
-    grads = {id(root): (grad, False)}  # id(tensor) -> (gradient so far, do we own that array?)
-    for t in reversed(_topological_order(root)):
-        dout, owned = grads.pop(id(t), (None, False))
+    """Reverse-mode sweep: each node's gradient is complete once every consumer has sent its part.
+
+    The sweep visits nodes (Functions) and leaves (Tensors), the two kinds of graph edge.
+    """
+    start = root._ctx or root
+    grads = {id(start): (grad, False)}  # id(edge) -> (gradient so far, do we own that array?)
+    for node in reversed(_topological_order(start)):
+        dout, owned = grads.pop(id(node), (None, False))
         if dout is None:
             continue
-        fn = t._ctx
-        if fn is None:  # a leaf: accumulate into .grad, which must own its memory
-            if t.grad is None:
-                t.grad = dout if owned else dout.copy()
+        if isinstance(node, Tensor):  # a leaf: accumulate into .grad, which must own its memory
+            if node.grad is None:
+                node.grad = dout if owned else dout.copy()
             else:
-                t.grad += dout
+                node.grad += dout
             continue
-        for parent, needed, dx in zip(fn.parents, fn.needs_input_grad, fn.backward(dout), strict=True):
-            if not needed or dx is None:
+        for parent, dx in zip(node.parents, node.backward(dout), strict=True):
+            if parent is None or dx is None:
                 continue
             if dx.shape != parent.shape or dx.dtype != parent.dtype:
                 raise RuntimeError(
-                    f"{type(fn).__name__}.backward returned a gradient of shape {dx.shape} and dtype "
+                    f"{type(node).__name__}.backward returned a gradient of shape {dx.shape} and dtype "
                     f"{dx.dtype} for an input of shape {parent.shape} and dtype {parent.dtype}"
                 )
             fresh = dx is not dout and dx.base is None  # see the Function docstring
@@ -273,33 +281,33 @@ def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
             else:
                 grads[id(parent)] = (total + dx, True)
         if not retain_graph:
-            fn.release()
+            node.release()
 
 
-def _topological_order(root: Tensor) -> list[Tensor]:
-    """Tensors that need a gradient, each after all the inputs it was computed from.
+def _topological_order(start: Function | Tensor) -> list[Function | Tensor]:
+    """Nodes and leaves that need a gradient, each after everything it was computed from.
 
     Depth-first with an explicit stack instead of recursion, so a graph of any depth works.
     """
-    order: list[Tensor] = []
+    order: list[Function | Tensor] = []
     visited: set[int] = set()
-    stack: list[tuple[Tensor, bool]] = [(root, False)]
+    stack: list[tuple[Function | Tensor, bool]] = [(start, False)]
     while stack:
-        t, inputs_done = stack.pop()
+        node, inputs_done = stack.pop()
         if inputs_done:
-            order.append(t)
+            order.append(node)
             continue
-        if id(t) in visited:
+        if id(node) in visited:
             continue
-        visited.add(id(t))
-        stack.append((t, True))
-        if t._ctx is not None:
-            if t._ctx.parents is None:
+        visited.add(id(node))
+        stack.append((node, True))
+        if isinstance(node, Function):
+            if node.parents is None:
                 raise RuntimeError(
                     "backward(): this graph was already used by a backward() call and its saved "
                     "arrays were freed; pass retain_graph=True to the first call to go through it twice"
                 )
-            stack.extend((p, False) for p in t._ctx.parents if p.requires_grad and id(p) not in visited)
+            stack.extend((p, False) for p in node.parents if p is not None and id(p) not in visited)
     return order
 
 
