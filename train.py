@@ -111,11 +111,12 @@ def build(settings: dict[str, Any], device: str) -> tuple[Task, GPT]:
     except (ValueError, FileNotFoundError, RuntimeError) as err:
         raise UsageError(str(err)) from None
     needed = task.seq_len - 1  # the model reads all tokens but the last
-    block_size = settings["block_size"] or needed
+    block_size = needed if settings["block_size"] is None else settings["block_size"]
     if block_size < needed:
         raise UsageError(f"--block-size {block_size} is too small for task {task.name!r}, "
                          f"whose sequences need {needed}")
-    sizes = {k: settings[k] or PRESETS[settings["preset"]][k] for k in ("n_embd", "n_head", "n_layer")}
+    preset = PRESETS[settings["preset"]]
+    sizes = {k: preset[k] if settings[k] is None else settings[k] for k in ("n_embd", "n_head", "n_layer")}
     try:
         config = GPTConfig(vocab_size=len(task.vocab), block_size=block_size, dropout=settings["dropout"], **sizes)
     except ValueError as err:
@@ -213,7 +214,8 @@ def train(args: argparse.Namespace) -> int:
         step = int(ckpt["step"])
         data_rng.bit_generator.state = ckpt["rng"]["data"]
         backend.generator("cpu").bit_generator.state = ckpt["rng"]["cpu"]
-        print(f"resumed from {path} at step {step}")
+        print(f"resumed from {path} at step {step}" + (f"; --steps {settings['steps']} is already reached"
+                                                        if step >= settings["steps"] else ""))
     else:
         os.makedirs(args.out, exist_ok=True)
         if os.path.exists(path):

@@ -250,6 +250,8 @@ def sum(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
 
 def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """sum / count: derived, so it needs no backward of its own."""
+    if x.dtype.kind != "f":
+        raise TypeError(f"mean: needs a floating-point tensor, got {x.dtype}; convert with .to(mg.float32)")
     axes = _normalize_axis(axis, x.ndim)
     count = 1
     for a in axes:

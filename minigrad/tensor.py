@@ -327,6 +327,8 @@ def _as_array(data: Any, dtype: DType | None, device: str | None) -> Any:
     dtype = _default_dtype(data) if dtype is None else np.dtype(dtype)
     if device is None:
         device = backend.device_of(data) if hasattr(data, "dtype") else "cpu"
+    if dtype.kind not in "biuf":
+        raise TypeError(f"tensor: dtype {dtype} is not a number type (bool, integer or float)")
     xp = backend.module_for(device)
     return xp.asarray(backend.to_device(data, device) if hasattr(data, "dtype") else data, dtype=dtype)
 

@@ -263,3 +263,13 @@ def test_item_and_truth_of_a_non_scalar(rand) -> None:
         rand(2, 3).item()
     with pytest.raises(ValueError, match=shapes("(2, 3)", "ambiguous")):
         bool(rand(2, 3))
+
+
+def test_non_numeric_data_is_refused() -> None:
+    with pytest.raises(TypeError, match="not a number type"):
+        mg.tensor("abc")
+
+
+def test_mean_of_an_integer_tensor_names_mean(device) -> None:
+    with pytest.raises(TypeError, match="mean: needs a floating-point tensor, got int64"):
+        mg.arange(4, device=device).mean()

@@ -55,6 +55,8 @@ def test_default_run_prints_samples_and_explanation(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--n-embd", "30", "--n-head", "4"], "not divisible"),
+    (["--n-head", "0"], "n_head must be a positive integer"),
+    (["--dropout", "1.5"], "dropout must be in [0, 1)"),
     (["--task", "text", "--data", "/no/such/file.txt"], "not found"),
     (["--task", "text"], "needs data"),
     (["--block-size", "3"], "too small"),
