@@ -78,6 +78,12 @@ def synchronize(device: str) -> None:
         cupy.cuda.Device().synchronize()
 
 
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape that broadcasting gives (ValueError if none): arithmetic on shapes, the same on every
+    device, so NumPy's serves CuPy arrays too."""
+    return np.broadcast_shapes(*shapes)
+
+
 def to_numpy(array: Array) -> np.ndarray:
     """A NumPy array, copied from the GPU where needed."""
     return cupy.asnumpy(array) if device_of(array) == "cuda" else np.asarray(array)

@@ -142,7 +142,7 @@ def masked_fill(x: Tensor, mask: Any, value: float) -> Tensor:
     """x with `value` where the boolean `mask` (broadcast to x's shape) is True."""
     mask = _aux_array("masked_fill", mask, x, "b")
     try:
-        fits = backend.get_array_module(x.data).broadcast_shapes(mask.shape, x.shape) == x.shape
+        fits = backend.broadcast_shapes(mask.shape, x.shape) == x.shape
     except ValueError:  # NumPy's own message would not say which op
         fits = False
     if not fits:
