@@ -172,7 +172,7 @@ def save_checkpoint(path: str, model: GPT, opt: AdamW, step: int, settings: dict
 def load_checkpoint(out: str) -> dict[str, Any]:
     path = os.path.join(out, CHECKPOINT)
     if not os.path.exists(path):
-        raise UsageError(f"--resume: no checkpoint at {path}; start a run without --resume first")
+        raise UsageError(f"no checkpoint at {path}; train one first: python train.py --out {out}")
     try:
         return mg.load(path)
     except ValueError as err:
@@ -291,4 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run the importable module `train`, not this __main__ copy: explain.py imports `train`, and both
+    # must raise and catch the same UsageError class
+    import train
+
+    sys.exit(train.main())

@@ -73,6 +73,13 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, argv, message):
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+def test_explain_errors_exit_2_in_a_real_process(tmp_path):
+    """As a script, train.py and explain.py must agree on the error class (no traceback)."""
+    result = subprocess.run([sys.executable, "train.py", "explain", "--out", str(tmp_path)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "no checkpoint" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_argparse_errors_exit_2():
     result = subprocess.run([sys.executable, "train.py", "--steps", "many"], cwd=ROOT, capture_output=True,
                             text=True, timeout=60)
