@@ -48,13 +48,20 @@ def step_flops(c: dict[str, int]) -> float:
     return 3 * (2 * B * T * (12 * L * C * C + V * C) + 4 * L * B * T * T * C)
 
 
-def blas_threads() -> str:
+def blas_pools() -> list[dict[str, Any]]:
+    """The BLAS thread pools NumPy uses, as threadpoolctl sees them ([] without threadpoolctl)."""
     try:
         from threadpoolctl import threadpool_info
     except ImportError:
+        return []
+    return [i for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+def blas_threads() -> str:
+    pools = blas_pools()
+    if not pools:
         return "unknown (pip install threadpoolctl to see)"
-    return ", ".join(f"{i['internal_api']} {i['num_threads']} threads ({i.get('architecture', '?')})"
-                     for i in threadpool_info() if i["user_api"] == "blas")
+    return ", ".join(f"{i['internal_api']} {i['num_threads']} threads ({i.get('architecture', '?')})" for i in pools)
 
 
 def matmul_ceiling(device: str = "cpu", n: int = 2048, repeats: int = 5) -> float:
@@ -286,12 +293,7 @@ def main() -> None:
 
 
 def _blas_thread_count() -> int:
-    try:
-        from threadpoolctl import threadpool_info
-
-        return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
-    except (ImportError, ValueError):
-        return os.cpu_count() or 1
+    return max((i["num_threads"] for i in blas_pools()), default=os.cpu_count() or 1)
 
 
 def _cpu_name() -> str:

@@ -111,18 +111,17 @@ _pool: ThreadPoolExecutor | None = None
 _MIN_PARALLEL = 1 << 23  # elements; below, threads cost more than they save (AdamW, measured: 3M slower, 200M faster)
 
 
-def run_parallel(fn: Callable[[Any], None], items: list[Any], device: str = "cpu",
-                 elements: int | None = None) -> None:
+def run_parallel(fn: Callable[[Any], None], items: list[Any], device: str, elements: int) -> None:
     """fn(item) for every item, spread over the CPU's cores.
 
     NumPy releases the GIL inside each ufunc, so elementwise passes over separate chunks of an array
     run in parallel, as PyTorch splits its CPU kernels between threads. The optimizer uses it: its
     update is pure memory traffic over the whole model. (Softmax, layer norm and GELU gained nothing
     from it inside a training step, measured, so they stay single-threaded and simple.) A single
-    item, GPU work, or little work in all (`elements`) runs here, one item after another.
+    item, GPU work, or little work in all (`elements` in all items) runs here, one item after another.
     """
     global _pool
-    if len(items) == 1 or device == "cuda" or _threads == 1 or (elements or _MIN_PARALLEL) < _MIN_PARALLEL:
+    if len(items) == 1 or device == "cuda" or _threads == 1 or elements < _MIN_PARALLEL:
         for item in items:
             fn(item)
         return
@@ -165,7 +164,7 @@ def _keep_large_blocks_in_heap() -> None:
     By default glibc maps every large block (over 128 KiB, adaptively up to 32 MiB) straight from
     the OS and unmaps it on free, so a training step that makes the same large temporaries every
     time pays the page faults of touching new memory again and again. With mmap off and heap
-    trimming effectively off, a freed block is reused by the next step. Set MINIGRAD_GLIBC_DEFAULTS=1
+    trimming off, a freed block is reused by the next step. Set MINIGRAD_GLIBC_DEFAULTS=1
     to keep glibc's defaults. The effect is measured in benchmarks/README.md.
     """
     if not sys.platform.startswith("linux") or os.environ.get("MINIGRAD_GLIBC_DEFAULTS") == "1":
