@@ -1,7 +1,8 @@
 """minigrad: a small, readable autograd engine (NumPy on the CPU, CuPy on NVIDIA GPUs).
 
-Start reading at tensor.py (Tensor and backward), then ops.py and functional.py (the primitives,
-each with its backward beside its forward), then gradcheck.py (how we know they are right).
+Start reading at tensor.py (Tensor and backward), then elementwise.py, reductions.py, shapes.py,
+matmul.py and functional.py (the primitives, each with its backward beside its forward), then
+gradcheck.py (how we know they are right).
 """
 
 import importlib as _importlib

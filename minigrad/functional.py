@@ -1,75 +1,29 @@
-"""Fused primitives for neural networks, imported as F: linear, softmax, log_softmax, masked_fill,
-layer_norm, cross_entropy, embedding, gelu, relu, dropout, concatenate.
+"""Neural-network functions, imported as F: softmax, log_softmax, masked_fill, causal_mask, embedding,
+gelu, relu, dropout here; linear (matmul.py), layer_norm (normalization.py), cross_entropy (losses.py)
+and concatenate (shapes.py) re-exported beside them, as torch.nn.functional offers them.
 
 Each is one Function with a closed-form backward, rather than a chain of exp/sum/div nodes: fewer
 temporaries, fewer graph nodes, and numerically stable (softmax subtracts the row maximum).
 Shapes: B batch, T time, C channels, V vocabulary; N = all leading dimensions flattened.
+Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
+elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
+torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 from minigrad import backend
-from minigrad.ops import matmul
+from minigrad.losses import cross_entropy
+from minigrad.matmul import linear, matmul
+from minigrad.normalization import layer_norm
+from minigrad.shapes import _aux_array, _check_range, concatenate
 from minigrad.tensor import Function, Tensor
 
 __all__ = ["matmul", "linear", "softmax", "log_softmax", "masked_fill", "causal_mask", "layer_norm",
            "cross_entropy", "embedding", "gelu", "relu", "dropout", "concatenate"]
-
-
-def _aux_array(op: str, value: Any, like: Tensor, kinds: str) -> Any:
-    """An index or mask argument as an array on `like`'s device, with a dtype of one of `kinds`."""
-    if isinstance(value, Tensor):
-        if value.device != like.device:
-            raise RuntimeError(f"{op}: tensor of shape {value.shape} is on {value.device}, input on {like.device}")
-        value = value.data
-    xp = backend.get_array_module(like.data)
-    value = backend.to_device(value, like.device) if hasattr(value, "dtype") else xp.asarray(value)
-    if value.dtype.kind not in kinds:
-        raise TypeError(f"{op}: expected {'integer' if 'i' in kinds else 'boolean'} values, got dtype {value.dtype}")
-    return value
-
-
-def _check_range(op: str, indices: Any, n: int, what: str, ignore: int | None = None) -> None:
-    """Refuse indices outside [0, n) here, rather than with an IndexError deep inside NumPy."""
-    bad = (indices < 0) | (indices >= n)
-    if ignore is not None:
-        bad &= indices != ignore
-    if bad.any():
-        where = tuple(int(i[0]) for i in bad.nonzero())
-        raise IndexError(f"{op}: {what} {int(indices[where])} at position {where} is out of range [0, {n})")
-
-
-# ---- linear ----
-
-class Linear(Function):
-    """y = x @ w^T + b  (x: (N, in), w: (out, in));  dx = dout @ w,  dw = dout^T @ x,  db = sum(dout)"""
-
-    def forward(self, x, w, *b):
-        self.x, self.w = x, w
-        y = (x.reshape(-1, x.shape[-1]) @ w.T).reshape(*x.shape[:-1], w.shape[0])
-        if b:
-            y += b[0]
-        return y
-
-    def backward(self, dout):
-        x2, dout2 = self.x.reshape(-1, self.x.shape[-1]), dout.reshape(-1, dout.shape[-1])
-        dx = (dout2 @ self.w).reshape(self.x.shape) if self.needs_input_grad[0] else None
-        dw = dout2.T @ x2 if self.needs_input_grad[1] else None
-        db = (dout2.sum(axis=0),) if len(self.needs_input_grad) == 3 else ()
-        return (dx, dw, *db)
-
-
-def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """x @ weight.T + bias, weight of shape (out, in) as in PyTorch."""
-    if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
-        raise ValueError(f"linear: input {x.shape} does not fit weight {weight.shape} (out, in)")
-    if bias is not None and bias.shape != (weight.shape[0],):
-        raise ValueError(f"linear: bias {bias.shape} does not fit weight {weight.shape}; expected ({weight.shape[0]},)")
-    return Linear.apply(x, weight) if bias is None else Linear.apply(x, weight, bias)
 
 
 # ---- softmax, log_softmax ----
@@ -161,109 +115,6 @@ def causal_mask(T: int, T_k: int | None = None, device: str = "cpu") -> Tensor:
         raise ValueError(f"causal_mask: need 0 <= T <= T_k, got T={T}, T_k={T_k}")
     xp = backend.module_for(device)
     return Tensor._wrap(xp.triu(xp.ones((T, T_k), dtype=bool), k=T_k - T + 1), False)
-
-
-# ---- layer norm ----
-
-class LayerNorm(Function):
-    """y = (x - mean) * rstd * w + b over the last axis, rstd = 1 / sqrt(var + eps).
-
-    dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  with dxhat = dout * w
-    """
-
-    def forward(self, x, *affine, eps):
-        xp = backend.get_array_module(x)
-        xhat = x - x.mean(axis=-1, keepdims=True)
-        rstd = 1 / xp.sqrt((xhat * xhat).mean(axis=-1, keepdims=True) + eps)  # (N, 1)
-        xhat *= rstd
-        self.xhat, self.rstd, self.w = xhat, rstd, affine[0] if affine else None
-        y = xhat
-        if affine:
-            y = xhat * affine[0]
-            if len(affine) == 2:
-                y += affine[1]
-        return y
-
-    def backward(self, dout):
-        xhat, rstd, w = self.xhat, self.rstd, self.w
-        # in the forward pass this was: y = xhat * w + b
-        if w is not None:
-            leading = tuple(range(dout.ndim - 1))
-            dw = (dout * xhat).sum(axis=leading)
-            db = dout.sum(axis=leading)
-            dxhat = dout * w
-        else:
-            dxhat = dout
-        # and before that: xhat = (x - mean) * rstd; x enters through x, mean and rstd: three terms
-        dx = dxhat - dxhat.mean(axis=-1, keepdims=True)
-        dx -= xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
-        dx *= rstd
-        return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
-
-
-def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    """Normalise over the last axis, then scale by `weight` and shift by `bias` (each of shape (C,))."""
-    C = x.shape[-1] if x.ndim else None
-    for name, p in (("weight", weight), ("bias", bias)):
-        if p is not None and p.shape != (C,):
-            raise ValueError(f"layer_norm: {name} of shape {p.shape} for an input of shape {x.shape}; expected ({C},)")
-    if bias is not None and weight is None:
-        raise ValueError("layer_norm: a bias without a weight is not supported")
-    return LayerNorm.apply(x, *(p for p in (weight, bias) if p is not None), eps=eps)
-
-
-# ---- cross-entropy ----
-
-class CrossEntropy(Function):
-    """loss = mean over counted rows of -log softmax(logits)[target];  dlogits = (softmax - one_hot) / n"""
-
-    def forward(self, logits, targets, counted):
-        xp = backend.get_array_module(logits)
-        V = logits.shape[-1]
-        x = logits.reshape(-1, V)  # (N, V)
-        rows = xp.arange(x.shape[0])
-        probs = x - x.max(axis=1, keepdims=True)
-        target_logit = probs[rows, targets]  # shifted logit of the right answer, (N,)
-        xp.exp(probs, out=probs)
-        sums = probs.sum(axis=1)
-        probs /= sums[:, None]
-        n = counted.sum() if counted is not None else x.shape[0]
-        nll = xp.log(sums) - target_logit  # -log softmax(x)[target]
-        if counted is not None:
-            nll *= counted
-        self.probs, self.rows, self.targets, self.counted, self.n = probs, rows, targets, counted, n
-        self.logits_shape = logits.shape
-        return (nll.sum() / n).reshape(()) if n else xp.asarray(xp.nan, dtype=logits.dtype)
-
-    def backward(self, dout):
-        if not self.n:
-            return (backend.get_array_module(dout).zeros(self.logits_shape, dtype=dout.dtype),)
-        # in the forward pass this was: loss = mean(-log(probs[rows, targets]))
-        scale = dout / self.n
-        dx = self.probs * scale
-        dx[self.rows, self.targets] -= scale
-        if self.counted is not None:
-            dx *= self.counted[:, None]
-        return (dx.reshape(self.logits_shape),)
-
-
-def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None) -> Tensor:
-    """Mean negative log-likelihood of integer `targets` (shape logits.shape[:-1]) under softmax(logits).
-
-    Targets equal to `ignore_index` are left out of the mean (NaN if every target is ignored).
-    """
-    targets = _aux_array("cross_entropy", targets, logits, "iu")
-    if logits.ndim == 0 or targets.shape != logits.shape[:-1]:
-        raise ValueError(f"cross_entropy: targets of shape {targets.shape} for logits of shape {logits.shape}; "
-                         f"expected {logits.shape[:-1]}")
-    _check_range("cross_entropy", targets, logits.shape[-1], "target", ignore_index)
-    targets = targets.reshape(-1)
-    counted = None
-    if ignore_index is not None:
-        counted = targets != ignore_index
-        targets = targets * counted  # any valid class for ignored rows: their terms are zeroed
-        counted = counted.astype(logits.dtype)
-    return CrossEntropy.apply(logits, targets=targets, counted=counted)
 
 
 # ---- embedding ----
@@ -363,32 +214,3 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     if not training or p == 0:
         return x
     return Dropout.apply(x, p=p)
-
-
-# ---- concatenate ----
-
-class Concatenate(Function):
-    """y = concatenate(xs, axis);  dx_i = the slice of dout where x_i was placed"""
-
-    def forward(self, *xs, axis):
-        self.axis, self.sizes = axis, [x.shape[axis] for x in xs]
-        return backend.get_array_module(xs[0]).concatenate(xs, axis=axis)
-
-    def backward(self, dout):
-        dxs, start = [], 0
-        for size in self.sizes:
-            index = [slice(None)] * dout.ndim
-            index[self.axis] = slice(start, start + size)
-            dxs.append(dout[tuple(index)])
-            start += size
-        return tuple(dxs)
-
-
-def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
-    if not tensors:
-        raise ValueError("concatenate: need at least one tensor")
-    ndim = tensors[0].ndim
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"concatenate: axis {axis} is out of range for tensors of shape {tensors[0].shape}")
-    return Concatenate.apply(*tensors, axis=axis % ndim)
-

@@ -1,8 +1,9 @@
 """Tensor, the Function protocol that records the graph, and reverse-mode backward().
 
 Read this file first. A Tensor wraps a backend array (NumPy on "cpu", CuPy on "cuda"). Every
-primitive (ops.py, functional.py) is a Function subclass with `forward` and `backward` side by side;
-`Function.apply` runs forward on raw arrays and, when a gradient is wanted, remembers the inputs.
+primitive (elementwise.py, reductions.py, shapes.py, matmul.py, functional.py, ...) is a Function
+subclass with `forward` and `backward` side by side; `Function.apply` runs forward on raw arrays
+and, when a gradient is wanted, remembers the inputs.
 `Tensor.backward` walks that record in reverse topological order, calling each `backward`.
 """
 
@@ -213,37 +214,37 @@ class Tensor:
         self.grad = None
 
     # -- operators: each calls one op, so every op can be found by grep --
-    def __add__(self, other): return ops.add(self, other)
-    def __radd__(self, other): return ops.add(other, self)
-    def __sub__(self, other): return ops.sub(self, other)
-    def __rsub__(self, other): return ops.sub(other, self)
-    def __mul__(self, other): return ops.mul(self, other)
-    def __rmul__(self, other): return ops.mul(other, self)
-    def __truediv__(self, other): return ops.div(self, other)
-    def __rtruediv__(self, other): return ops.div(other, self)
-    def __pow__(self, other): return ops.pow(self, other)
-    def __rpow__(self, other): return ops.pow(other, self)
-    def __matmul__(self, other): return ops.matmul(self, other)
-    def __rmatmul__(self, other): return ops.matmul(other, self)
-    def __neg__(self): return ops.neg(self)
-    def __getitem__(self, index): return ops.getitem(self, index)
-    def __lt__(self, other): return ops.compare("lt", self, other)
-    def __le__(self, other): return ops.compare("le", self, other)
-    def __gt__(self, other): return ops.compare("gt", self, other)
-    def __ge__(self, other): return ops.compare("ge", self, other)
-    def __eq__(self, other): return ops.compare("eq", self, other)
-    def __ne__(self, other): return ops.compare("ne", self, other)
+    def __add__(self, other): return elementwise.add(self, other)
+    def __radd__(self, other): return elementwise.add(other, self)
+    def __sub__(self, other): return elementwise.sub(self, other)
+    def __rsub__(self, other): return elementwise.sub(other, self)
+    def __mul__(self, other): return elementwise.mul(self, other)
+    def __rmul__(self, other): return elementwise.mul(other, self)
+    def __truediv__(self, other): return elementwise.div(self, other)
+    def __rtruediv__(self, other): return elementwise.div(other, self)
+    def __pow__(self, other): return elementwise.pow(self, other)
+    def __rpow__(self, other): return elementwise.pow(other, self)
+    def __matmul__(self, other): return matmul.matmul(self, other)
+    def __rmatmul__(self, other): return matmul.matmul(other, self)
+    def __neg__(self): return elementwise.neg(self)
+    def __getitem__(self, index): return shapes.getitem(self, index)
+    def __lt__(self, other): return elementwise.compare("lt", self, other)
+    def __le__(self, other): return elementwise.compare("le", self, other)
+    def __gt__(self, other): return elementwise.compare("gt", self, other)
+    def __ge__(self, other): return elementwise.compare("ge", self, other)
+    def __eq__(self, other): return elementwise.compare("eq", self, other)
+    def __ne__(self, other): return elementwise.compare("ne", self, other)
 
-    def sum(self, axis=None, keepdims: bool = False) -> Tensor: return ops.sum(self, axis, keepdims)
-    def mean(self, axis=None, keepdims: bool = False) -> Tensor: return ops.mean(self, axis, keepdims)
-    def max(self, axis=None, keepdims: bool = False) -> Tensor: return ops.max(self, axis, keepdims)
-    def reshape(self, *shape) -> Tensor: return ops.reshape(self, *shape)
-    def transpose(self, *axes) -> Tensor: return ops.transpose(self, *axes)
-    T = property(lambda self: ops.transpose(self))
-    def exp(self) -> Tensor: return ops.exp(self)
-    def log(self) -> Tensor: return ops.log(self)
-    def sqrt(self) -> Tensor: return ops.sqrt(self)
-    def tanh(self) -> Tensor: return ops.tanh(self)
+    def sum(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.sum(self, axis, keepdims)
+    def mean(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.mean(self, axis, keepdims)
+    def max(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.max(self, axis, keepdims)
+    def reshape(self, *shape) -> Tensor: return shapes.reshape(self, *shape)
+    def transpose(self, *axes) -> Tensor: return shapes.transpose(self, *axes)
+    T = property(lambda self: shapes.transpose(self))
+    def exp(self) -> Tensor: return elementwise.exp(self)
+    def log(self) -> Tensor: return elementwise.log(self)
+    def sqrt(self) -> Tensor: return elementwise.sqrt(self)
+    def tanh(self) -> Tensor: return elementwise.tanh(self)
 
 
 def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
@@ -373,4 +374,5 @@ def _shape(shape: tuple) -> tuple[int, ...]:
     return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
 
 
-from minigrad import ops  # noqa: E402  (ops needs Tensor and Function, defined above)
+# the op modules need Tensor and Function, defined above
+from minigrad import elementwise, matmul, reductions, shapes  # noqa: E402

@@ -1,0 +1,77 @@
+"""Matrix products: `a @ b` (numpy.matmul semantics, batch dims broadcast) and F.linear
+(x @ w^T + b, PyTorch's weight layout), both computed as one 2-D product over the flattened batch.
+Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
+elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
+torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
+"""
+
+from __future__ import annotations
+
+from minigrad.elementwise import as_operands, unbroadcast
+from minigrad.tensor import Function, Tensor
+
+# ---- matmul ----
+
+class MatMul(Function):
+    """z = a @ b (batch dims broadcast);  da = dout @ b^T,  db = a^T @ dout"""
+
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        if b.ndim == 2:  # (..., n) @ (n, m) is one big 2-D product, not a loop over the batch
+            return (a.reshape(-1, a.shape[-1]) @ b).reshape(*a.shape[:-1], b.shape[1])
+        return a @ b
+
+    def backward(self, dout):
+        a, b = self.a, self.b
+        need_a, need_b = self.needs_input_grad
+        if b.ndim == 2:  # undo the 2-D product of forward
+            a2, dout2 = a.reshape(-1, a.shape[-1]), dout.reshape(-1, dout.shape[-1])
+            return ((dout2 @ b.T).reshape(a.shape) if need_a else None,
+                    a2.T @ dout2 if need_b else None)
+        return (unbroadcast(dout @ b.swapaxes(-1, -2), a.shape) if need_a else None,
+                unbroadcast(a.swapaxes(-1, -2) @ dout, b.shape) if need_b else None)
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """a @ b as numpy.matmul: 1-D operands are promoted to matrices and the extra axis removed."""
+    a, b = as_operands("matmul", a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"matmul: operands must have at least 1 dimension, got shapes {a.shape} and {b.shape}")
+    if a.ndim == 1:
+        return matmul(a.reshape(1, -1), b).reshape(*b.shape[:-2], b.shape[-1])
+    if b.ndim == 1:
+        return matmul(a, b.reshape(-1, 1)).reshape(a.shape[:-1])
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(
+            f"matmul: shapes {a.shape} @ {b.shape}: inner dimensions {a.shape[-1]} and {b.shape[-2]} differ"
+        )
+    return MatMul.apply(a, b)
+
+
+# ---- linear ----
+
+class Linear(Function):
+    """y = x @ w^T + b  (x: (N, in), w: (out, in));  dx = dout @ w,  dw = dout^T @ x,  db = sum(dout)"""
+
+    def forward(self, x, w, *b):
+        self.x, self.w = x, w
+        y = (x.reshape(-1, x.shape[-1]) @ w.T).reshape(*x.shape[:-1], w.shape[0])
+        if b:
+            y += b[0]
+        return y
+
+    def backward(self, dout):
+        x2, dout2 = self.x.reshape(-1, self.x.shape[-1]), dout.reshape(-1, dout.shape[-1])
+        dx = (dout2 @ self.w).reshape(self.x.shape) if self.needs_input_grad[0] else None
+        dw = dout2.T @ x2 if self.needs_input_grad[1] else None
+        db = (dout2.sum(axis=0),) if len(self.needs_input_grad) == 3 else ()
+        return (dx, dw, *db)
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight.T + bias, weight of shape (out, in) as in PyTorch."""
+    if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+        raise ValueError(f"linear: input {x.shape} does not fit weight {weight.shape} (out, in)")
+    if bias is not None and bias.shape != (weight.shape[0],):
+        raise ValueError(f"linear: bias {bias.shape} does not fit weight {weight.shape}; expected ({weight.shape[0]},)")
+    return Linear.apply(x, weight) if bias is None else Linear.apply(x, weight, bias)

@@ -1,0 +1,59 @@
+"""Layer normalisation over the last axis, one Function with a closed-form backward.
+Shapes: N = all leading dimensions flattened, C channels.
+Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
+elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
+torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
+"""
+
+from __future__ import annotations
+
+from minigrad import backend
+from minigrad.tensor import Function, Tensor
+
+# ---- layer norm ----
+
+class LayerNorm(Function):
+    """y = (x - mean) * rstd * w + b over the last axis, rstd = 1 / sqrt(var + eps).
+
+    dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  with dxhat = dout * w
+    """
+
+    def forward(self, x, *affine, eps):
+        xp = backend.get_array_module(x)
+        xhat = x - x.mean(axis=-1, keepdims=True)
+        rstd = 1 / xp.sqrt((xhat * xhat).mean(axis=-1, keepdims=True) + eps)  # (N, 1)
+        xhat *= rstd
+        self.xhat, self.rstd, self.w = xhat, rstd, affine[0] if affine else None
+        y = xhat
+        if affine:
+            y = xhat * affine[0]
+            if len(affine) == 2:
+                y += affine[1]
+        return y
+
+    def backward(self, dout):
+        xhat, rstd, w = self.xhat, self.rstd, self.w
+        # in the forward pass this was: y = xhat * w + b
+        if w is not None:
+            leading = tuple(range(dout.ndim - 1))
+            dw = (dout * xhat).sum(axis=leading)
+            db = dout.sum(axis=leading)
+            dxhat = dout * w
+        else:
+            dxhat = dout
+        # and before that: xhat = (x - mean) * rstd; x enters through x, mean and rstd: three terms
+        dx = dxhat - dxhat.mean(axis=-1, keepdims=True)
+        dx -= xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
+        dx *= rstd
+        return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
+
+
+def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over the last axis, then scale by `weight` and shift by `bias` (each of shape (C,))."""
+    C = x.shape[-1] if x.ndim else None
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and p.shape != (C,):
+            raise ValueError(f"layer_norm: {name} of shape {p.shape} for an input of shape {x.shape}; expected ({C},)")
+    if bias is not None and weight is None:
+        raise ValueError("layer_norm: a bias without a weight is not supported")
+    return LayerNorm.apply(x, *(p for p in (weight, bias) if p is not None), eps=eps)
