@@ -8,6 +8,8 @@ Shapes: B batch, T time, C channels, V vocabulary; N = all leading dimensions fl
 Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
 elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
 torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
+The Function classes of the latter end in Function (LinearFunction, as in PyTorch's autograd docs), so none
+shares its name with an nn layer (nn.Linear); tensor math keeps bare names (Add, MatMul).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ __all__ = ["matmul", "linear", "softmax", "log_softmax", "masked_fill", "causal_
 
 # ---- softmax, log_softmax ----
 
-class Softmax(Function):
+class SoftmaxFunction(Function):
     """y = exp(x - max) / sum(exp(x - max));  dx = y * (dout - sum(dout * y, axis))"""
 
     def forward(self, x, axis):
@@ -45,7 +47,7 @@ class Softmax(Function):
         return (dx,)
 
 
-class LogSoftmax(Function):
+class LogSoftmaxFunction(Function):
     """y = x - max - log(sum(exp(x - max)));  dx = dout - exp(y) * sum(dout, axis)"""
 
     def forward(self, x, axis):
@@ -61,11 +63,11 @@ class LogSoftmax(Function):
 
 
 def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    return Softmax.apply(x, axis=_check_axis("softmax", axis, x))
+    return SoftmaxFunction.apply(x, axis=_check_axis("softmax", axis, x))
 
 
 def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
-    return LogSoftmax.apply(x, axis=_check_axis("log_softmax", axis, x))
+    return LogSoftmaxFunction.apply(x, axis=_check_axis("log_softmax", axis, x))
 
 
 def _check_axis(op: str, axis: int, x: Tensor) -> int:
@@ -76,7 +78,7 @@ def _check_axis(op: str, axis: int, x: Tensor) -> int:
 
 # ---- masking ----
 
-class MaskedFill(Function):
+class MaskedFillFunction(Function):
     """y = where(mask, value, x);  dx = where(mask, 0, dout): masked positions get no gradient"""
 
     def forward(self, x, mask, value):
@@ -101,7 +103,7 @@ def masked_fill(x: Tensor, mask: Any, value: float) -> Tensor:
         fits = False
     if not fits:
         raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's {x.shape}")
-    return MaskedFill.apply(x, mask=mask, value=value)
+    return MaskedFillFunction.apply(x, mask=mask, value=value)
 
 
 def causal_mask(T: int, T_k: int | None = None, device: str = "cpu") -> Tensor:
@@ -119,7 +121,7 @@ def causal_mask(T: int, T_k: int | None = None, device: str = "cpu") -> Tensor:
 
 # ---- embedding ----
 
-class Embedding(Function):
+class EmbeddingFunction(Function):
     """y = w[indices];  dw = zeros with each row of dout added at its index (repeats accumulate)"""
 
     def forward(self, w, indices):
@@ -138,7 +140,7 @@ def embedding(weight: Tensor, indices: Any) -> Tensor:
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be (num, dim), got shape {weight.shape}")
     _check_range("embedding", indices, weight.shape[0], "index")
-    return Embedding.apply(weight, indices=indices)
+    return EmbeddingFunction.apply(weight, indices=indices)
 
 
 # ---- activations ----
@@ -146,7 +148,7 @@ def embedding(weight: Tensor, indices: Any) -> Tensor:
 _GELU_C = math.sqrt(2 / math.pi)
 
 
-class Gelu(Function):
+class GeluFunction(Function):
     """y = 0.5 x (1 + tanh(u)),  u = c (x + 0.044715 x^3),  c = sqrt(2 / pi)   (GPT-2's tanh form)
 
     dx = dout * (0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)),  t = tanh(u)
@@ -174,7 +176,7 @@ class Gelu(Function):
         return (dx,)
 
 
-class Relu(Function):
+class ReluFunction(Function):
     """y = max(x, 0);  dx = dout where x > 0, else 0"""
 
     def forward(self, x):
@@ -186,16 +188,16 @@ class Relu(Function):
 
 
 def gelu(x: Tensor) -> Tensor:
-    return Gelu.apply(x)
+    return GeluFunction.apply(x)
 
 
 def relu(x: Tensor) -> Tensor:
-    return Relu.apply(x)
+    return ReluFunction.apply(x)
 
 
 # ---- dropout ----
 
-class Dropout(Function):
+class DropoutFunction(Function):
     """y = x * keep / (1 - p), keep ~ Bernoulli(1 - p);  dx = dout * keep / (1 - p)"""
 
     def forward(self, x, p):
@@ -213,4 +215,4 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
         raise ValueError(f"dropout: probability must be in [0, 1], got {p}")
     if not training or p == 0:
         return x
-    return Dropout.apply(x, p=p)
+    return DropoutFunction.apply(x, p=p)

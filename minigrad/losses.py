@@ -3,6 +3,8 @@ Shapes: N rows (all leading dimensions flattened), V classes (vocabulary).
 Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
 elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
 torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
+The Function classes of the latter end in Function (LinearFunction, as in PyTorch's autograd docs), so none
+shares its name with an nn layer (nn.Linear); tensor math keeps bare names (Add, MatMul).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from minigrad.tensor import Function, Tensor
 
 # ---- cross-entropy ----
 
-class CrossEntropy(Function):
+class CrossEntropyFunction(Function):
     """loss = mean over counted rows of -log softmax(logits)[target];  dlogits = (softmax - one_hot) / n"""
 
     def forward(self, logits, targets, counted):
@@ -64,4 +66,4 @@ def cross_entropy(logits: Tensor, targets: Any, ignore_index: int | None = None)
         counted = targets != ignore_index
         targets = targets * counted  # any valid class for ignored rows: their terms are zeroed
         counted = counted.astype(logits.dtype)
-    return CrossEntropy.apply(logits, targets=targets, counted=counted)
+    return CrossEntropyFunction.apply(logits, targets=targets, counted=counted)

@@ -3,6 +3,8 @@
 Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
 elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
 torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
+The Function classes of the latter end in Function (LinearFunction, as in PyTorch's autograd docs), so none
+shares its name with an nn layer (nn.Linear); tensor math keeps bare names (Add, MatMul).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
 # ---- linear ----
 
-class Linear(Function):
+class LinearFunction(Function):
     """y = x @ w^T + b  (x: (N, in), w: (out, in));  dx = dout @ w,  dw = dout^T @ x,  db = sum(dout)"""
 
     def forward(self, x, w, *b):
@@ -74,4 +76,4 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise ValueError(f"linear: input {x.shape} does not fit weight {weight.shape} (out, in)")
     if bias is not None and bias.shape != (weight.shape[0],):
         raise ValueError(f"linear: bias {bias.shape} does not fit weight {weight.shape}; expected ({weight.shape[0]},)")
-    return Linear.apply(x, weight) if bias is None else Linear.apply(x, weight, bias)
+    return LinearFunction.apply(x, weight) if bias is None else LinearFunction.apply(x, weight, bias)

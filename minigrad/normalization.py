@@ -3,6 +3,8 @@ Shapes: N = all leading dimensions flattened, C channels.
 Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
 elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
 torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
+The Function classes of the latter end in Function (LinearFunction, as in PyTorch's autograd docs), so none
+shares its name with an nn layer (nn.Linear); tensor math keeps bare names (Add, MatMul).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from minigrad.tensor import Function, Tensor
 
 # ---- layer norm ----
 
-class LayerNorm(Function):
+class LayerNormFunction(Function):
     """y = (x - mean) * rstd * w + b over the last axis, rstd = 1 / sqrt(var + eps).
 
     dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  with dxhat = dout * w
@@ -56,4 +58,4 @@ def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = No
             raise ValueError(f"layer_norm: {name} of shape {p.shape} for an input of shape {x.shape}; expected ({C},)")
     if bias is not None and weight is None:
         raise ValueError("layer_norm: a bias without a weight is not supported")
-    return LayerNorm.apply(x, *(p for p in (weight, bias) if p is not None), eps=eps)
+    return LayerNormFunction.apply(x, *(p for p in (weight, bias) if p is not None), eps=eps)

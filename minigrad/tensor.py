@@ -61,9 +61,10 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs: Tensor, **options: Any) -> Tensor:
+        op = cls.__name__.removesuffix("Function").lower()  # LinearFunction -> "linear", in error messages
         if len(inputs) > 1:
-            _check_same_device(cls.__name__, inputs)
-            _check_same_dtype(cls.__name__, inputs)
+            _check_same_device(op, inputs)
+            _check_same_dtype(op, inputs)
         fn = cls()
         requires_grad = _GradMode.enabled and any(t.requires_grad for t in inputs)
         if requires_grad:
@@ -72,7 +73,7 @@ class Function:
             out = fn.forward(*(t.data for t in inputs), **options)
         except ValueError as err:  # a NumPy/CuPy shape complaint: say which op and which shapes
             shapes = ", ".join(str(t.shape) for t in inputs)
-            raise ValueError(f"{cls.__name__.lower()}: inputs of shapes {shapes}: {err}") from None
+            raise ValueError(f"{op}: inputs of shapes {shapes}: {err}") from None
         result = Tensor._wrap(out, requires_grad)
         if requires_grad:
             fn.parents = tuple((t._ctx or t) if t.requires_grad else None for t in inputs)

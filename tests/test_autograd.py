@@ -11,7 +11,7 @@ import pytest
 import minigrad as mg
 from minigrad import backend
 from minigrad import functional as F
-from minigrad.gradcheck import CASES, Case
+from minigrad.gradcheck_cases import CASES, Case
 
 
 def grad(t: mg.Tensor) -> np.ndarray:

@@ -20,8 +20,9 @@ ENGINE = Path(minigrad.__file__).parent
 # Files that may use NumPy freely, and why. None of them is an op: ops get arrays from their inputs.
 NUMPY_ALLOWED_IN = {
     "backend.py": "the one module that knows NumPy and CuPy apart",
-    "gradcheck.py": "draws float64 test inputs and compares gradients on the CPU, moving arrays with "
-                    "backend.to_device / to_numpy",
+    "finite_differences.py": "compares gradients on the CPU in float64, moving arrays with backend.to_device / "
+                             "to_numpy",
+    "gradcheck_cases.py": "draws float64 test inputs on the CPU; Case.inputs places them on the device",
     "serialization.py": "reads and writes .npz files on the CPU; arrays leave through backend.to_numpy and "
                         "load() returns NumPy arrays for the caller to place on a device",
 }
@@ -122,7 +123,7 @@ def rel(path: Path) -> str:
 
 def test_engine_files_are_found() -> None:
     names = {rel(p) for p in engine_files()}
-    assert {"tensor.py", "elementwise.py", "functional.py", "backend.py", "gradcheck.py"} <= names
+    assert {"tensor.py", "elementwise.py", "functional.py", "backend.py", "finite_differences.py"} <= names
 
 
 @pytest.mark.parametrize("path", [p for p in engine_files() if rel(p) not in CUPY_ALLOWED_IN], ids=rel)

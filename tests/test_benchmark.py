@@ -22,14 +22,14 @@ def test_the_float64_detector_can_fail(monkeypatch):
     engine itself already refuses a float64 gradient for a float32 input)."""
     from minigrad import functional as F
 
-    forward = F.Gelu.forward
+    forward = F.GeluFunction.forward
 
     def upcasting(self, x):
         y = forward(self, x)
         self.spare = x.astype("float64")
         return y
 
-    monkeypatch.setattr(F.Gelu, "forward", upcasting)
+    monkeypatch.setattr(F.GeluFunction, "forward", upcasting)
     model, _, x, y = bench.minigrad_setup(bench.CONFIGS["tiny"])
     assert not bench.float64_free(model, x, y)
 

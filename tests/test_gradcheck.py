@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend
+from minigrad import backend, gradcheck_cases
 from minigrad import functional as F
-from minigrad import gradcheck as gradcheck_module
-from minigrad.gradcheck import CASES, Case, GradcheckError, gradcheck
+from minigrad.finite_differences import GradcheckError, gradcheck
+from minigrad.gradcheck_cases import CASES, Case
 from minigrad.tensor import Function
 
 REPO = Path(__file__).resolve().parents[1]
@@ -108,6 +108,24 @@ def test_report_without_raising(rand) -> None:
     assert result.max_abs_err == pytest.approx(1.0, abs=1e-6)
 
 
+def test_result_is_falsy_when_the_check_fails(rand) -> None:
+    """Its truth value is the verdict, so `assert gradcheck(..., raise_exception=False)` can fail."""
+    a, b = rand(2, 3), rand(2, 3)
+    wrong = gradcheck(lambda a, b: MulWrongAt12.apply(a, b), a, b, raise_exception=False)
+    right = gradcheck(lambda a, b: a * b, a, b, raise_exception=False)
+    assert bool(wrong) is False and bool(right) is True
+    with pytest.raises(AssertionError):
+        assert gradcheck(lambda a, b: MulWrongAt12.apply(a, b), a, b, raise_exception=False)
+
+
+def test_result_says_its_verdict_in_a_repl(rand) -> None:
+    a, b = rand(2, 3), rand(2, 3)
+    right = repr(gradcheck(lambda a, b: a * b, a, b))
+    assert right.startswith("gradcheck passed: 2 input(s), max abs err ")
+    wrong = repr(gradcheck(lambda a, b: MulWrongAt12.apply(a, b), a, b, raise_exception=False))
+    assert wrong.startswith("gradcheck FAILED: input 1 (shape (2, 3)), element (1, 2)")
+
+
 def test_refuses_float32(rand) -> None:
     x = rand(2, 3, dtype=mg.float32)
     with pytest.raises(TypeError, match="input 0 is float32.*float64"):
@@ -125,7 +143,7 @@ def test_checks_only_inputs_that_require_grad(rand) -> None:
     assert [r.index for r in result.inputs] == [0]
 
 
-# ---- python -m minigrad.gradcheck ----
+# ---- python -m minigrad.gradcheck_cases ----
 
 def _table_rows(stdout: str) -> dict[str, str]:
     """op name -> verdict ("pass" or "FAIL ...") from the printed table."""
@@ -138,7 +156,7 @@ def _table_rows(stdout: str) -> dict[str, str]:
 
 
 def _run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "minigrad.gradcheck", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "minigrad.gradcheck_cases", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -162,8 +180,8 @@ def test_cli_k_filters_by_name() -> None:
 
 def test_cli_exits_1_on_a_failure(monkeypatch, capsys) -> None:
     wrong = Case("mul wrong at (1, 2)", lambda a, b: MulWrongAt12.apply(a, b), ((2, 3), (2, 3)))
-    monkeypatch.setattr(gradcheck_module, "CASES", [CASES[0], wrong])
-    assert gradcheck_module.main([]) == 1
+    monkeypatch.setattr(gradcheck_cases, "CASES", [CASES[0], wrong])
+    assert gradcheck_cases.main([]) == 1
     out = capsys.readouterr().out
     assert _table_rows(out) == {CASES[0].name: "pass", wrong.name: "FAIL"}
     assert "input 1 (shape (2, 3)), element (1, 2)" in out
@@ -171,24 +189,26 @@ def test_cli_exits_1_on_a_failure(monkeypatch, capsys) -> None:
 
 
 def test_cli_prints_no_warning() -> None:
-    """`python -m` on a module its package already imported warns (runpy); the package imports it lazily."""
+    """`python -m` on a module its package already imported warns (runpy); the package does not import it."""
     done = _run_cli("-k", "relu")
     assert done.returncode == 0 and done.stderr == ""
 
 
-MG_GRADCHECK = ("x = mg.tensor([1.0, 2.0], requires_grad=True, dtype=mg.float64)\n"
-                "assert mg.gradcheck(lambda t: t * t, x).passed and mg.gradcheck(lambda t: t * t, x).passed\n"
-                "assert mg.GradcheckError is __import__('minigrad.gradcheck').gradcheck.GradcheckError\n")
+MG_GRADCHECK = ("import types\n"
+                "import minigrad.finite_differences\n"
+                "assert isinstance(mg.gradcheck, types.FunctionType), type(mg.gradcheck)\n"
+                "x = mg.tensor([1.0, 2.0], requires_grad=True, dtype=mg.float64)\n"
+                "assert mg.gradcheck(lambda t: t * t, x)\n"
+                "assert mg.GradcheckError is minigrad.finite_differences.GradcheckError\n")
 
 
 @pytest.mark.parametrize("imports", [
     "import minigrad as mg",
-    "from minigrad.gradcheck import CASES\nimport minigrad as mg",
-    "from minigrad import gradcheck\nimport minigrad as mg\nassert gradcheck.CASES",
-    "import minigrad.gradcheck\nimport minigrad as mg",
-], ids=["package only", "submodule first", "from package import", "import submodule"])
-def test_mg_gradcheck_callable_in_any_import_order(imports: str) -> None:
-    """mg.gradcheck(fn, x) is public API; the submodule of the same name must not shadow or break it."""
+    "from minigrad.gradcheck_cases import CASES\nimport minigrad as mg",
+    "import minigrad.gradcheck_cases\nimport minigrad.finite_differences\nimport minigrad as mg",
+], ids=["package only", "table first", "submodules first"])
+def test_mg_gradcheck_is_the_plain_function_in_any_import_order(imports: str) -> None:
+    """mg.gradcheck(fn, x) is public API: a plain function, whichever module was imported first."""
     done = subprocess.run([sys.executable, "-c", imports + "\n" + MG_GRADCHECK], cwd=REPO, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]

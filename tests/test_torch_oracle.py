@@ -1,4 +1,4 @@
-"""PyTorch as the oracle: every case of minigrad.gradcheck.CASES, written again with torch, must give the
+"""PyTorch as the oracle: every case of minigrad.gradcheck_cases.CASES, written again with torch, must give the
 same values and the same input gradients (float64, CPU, one random upstream gradient) to 1e-10.
 """
 
@@ -11,7 +11,7 @@ import pytest
 
 import minigrad as mg
 from minigrad import functional as F
-from minigrad.gradcheck import _IGNORED, _MASK_2D, _TARGETS, _TOKENS, CASES, Case
+from minigrad.gradcheck_cases import _IGNORED, _MASK_2D, _TARGETS, _TOKENS, CASES, Case
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install 'minigrad[torch]' to run the oracle")
 TF = torch.nn.functional

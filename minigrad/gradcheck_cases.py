@@ -1,123 +1,21 @@
-"""Finite-difference gradient checks, for users and tests alike, and the table of every primitive.
-
-`gradcheck(fn, *inputs)` compares each input's backward() gradient with central differences in
-float64. `python -m minigrad.gradcheck` runs it over CASES (every primitive, several shapes each)
-and prints a table; the tests run the same table.
+"""CASES, the table of every primitive (several shapes each) that gradcheck runs over, and its command line:
+`python -m minigrad.gradcheck_cases` prints one line per case; the tests run the same table.
+A new op adds its rows to CASES: a name, a function of float64 tensors, and the input shapes.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from minigrad import backend
 from minigrad import functional as F
-from minigrad.tensor import Tensor, no_grad
-
-
-class GradcheckError(AssertionError):
-    """An analytic gradient disagrees with the finite-difference estimate."""
-
-
-@dataclass
-class InputReport:
-    index: int  # position among fn's inputs
-    shape: tuple[int, ...]
-    max_abs_err: float
-    max_rel_err: float
-    worst: tuple[int, ...]  # element where the check fails by most (or comes closest to failing)
-    analytic: float  # both gradients at `worst`
-    numeric: float
-    passed: bool
-
-    def describe(self) -> str:
-        return (f"input {self.index} (shape {self.shape}), element {self.worst}: analytic {self.analytic:.10g}, "
-                f"numeric {self.numeric:.10g} (abs err {self.max_abs_err:.3g}, rel err {self.max_rel_err:.3g})")
-
-
-@dataclass
-class GradcheckResult:
-    inputs: list[InputReport]
-
-    @property
-    def passed(self) -> bool:
-        return all(r.passed for r in self.inputs)
-
-    @property
-    def max_abs_err(self) -> float:
-        return max(r.max_abs_err for r in self.inputs)
-
-    @property
-    def max_rel_err(self) -> float:
-        return max(r.max_rel_err for r in self.inputs)
-
-
-def gradcheck(fn: Callable[..., Tensor], *inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
-              rtol: float = 1e-3, seed: int = 0, raise_exception: bool = True) -> GradcheckResult:
-    """Check d fn / d input for every float64 input tensor that requires grad.
-
-    The output is contracted with a random upstream gradient g, so what is checked is the gradient
-    of sum(fn(*inputs) * g): a plain sum would pass a zero backward for softmax or layer norm, whose
-    sum is constant. Element k passes when |analytic - numeric| <= atol + rtol * |numeric|.
-    Raises GradcheckError naming the worst input and element, unless raise_exception=False.
-    """
-    checked = [(i, t) for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
-    if not checked:
-        raise ValueError("gradcheck: no input is a tensor with requires_grad=True")
-    for i, t in checked:
-        if t.dtype != np.float64:
-            raise TypeError(f"gradcheck: input {i} is {t.dtype}; finite differences need float64 (use .to(mg.float64))")
-        t.data = backend.get_array_module(t.data).ascontiguousarray(t.data)  # so writes through reshape(-1) land
-        t.grad = None
-
-    out = fn(*inputs)
-    if not isinstance(out, Tensor) or out.dtype != np.float64:
-        raise TypeError(f"gradcheck: fn must return a float64 Tensor, got {out!r:.80}")
-    upstream = backend.to_device(np.random.default_rng(seed).standard_normal(out.shape), out.device)
-    out.backward(upstream)
-
-    def contracted() -> float:
-        return float((fn(*inputs).data * upstream).sum())
-
-    reports = []
-    with no_grad():
-        for i, t in checked:
-            analytic = backend.to_numpy(t.grad) if t.grad is not None else np.zeros(t.shape)
-            numeric = np.zeros(t.shape)
-            flat = t.data.reshape(-1)
-            for k in range(flat.size):
-                original = flat[k].item()
-                flat[k] = original + eps
-                plus = contracted()
-                flat[k] = original - eps
-                minus = contracted()
-                flat[k] = original
-                numeric.flat[k] = (plus - minus) / (2 * eps)
-            reports.append(_compare(i, analytic, numeric, atol, rtol))
-
-    result = GradcheckResult(reports)
-    if raise_exception and not result.passed:
-        failed = [r.describe() for r in reports if not r.passed]
-        raise GradcheckError("gradient check failed:\n  " + "\n  ".join(failed))
-    return result
-
-
-def _compare(index: int, analytic: np.ndarray, numeric: np.ndarray, atol: float, rtol: float) -> InputReport:
-    err = np.abs(analytic - numeric)
-    allowed = atol + rtol * np.abs(numeric)
-    rel = err / np.maximum(np.abs(numeric), 1e-12)
-    if err.size == 0:
-        return InputReport(index, analytic.shape, 0.0, 0.0, (), 0.0, 0.0, True)
-    worst = np.unravel_index(np.argmax(err - allowed), err.shape)
-    return InputReport(index, analytic.shape, float(err.max()), float(rel.max()), tuple(int(w) for w in worst),
-                       float(analytic[worst]), float(numeric[worst]), bool((err <= allowed).all()))
-
+from minigrad.finite_differences import gradcheck
+from minigrad.tensor import Tensor
 
 # ---- the table: every primitive, several shapes ----
 
@@ -229,7 +127,7 @@ def run_table(cases: list[Case], device: str = "cpu") -> bool:
     for case in cases:
         result = gradcheck(case.fn, *case.inputs(device), raise_exception=False)
         shapes = ", ".join(str(s) for s in case.shapes)
-        verdict = "pass" if result.passed else "FAIL  " + "; ".join(r.describe() for r in result.inputs if not r.passed)
+        verdict = "pass" if result else "FAIL  " + "; ".join(result.failures())
         print(f"{case.name:<38} {shapes:<38} {result.max_abs_err:>11.2e} {result.max_rel_err:>11.2e}  {verdict}")
         all_passed &= result.passed
     print(f"\n{len(cases)} checks on {device}: {'all passed' if all_passed else 'SOME FAILED'}")
@@ -238,7 +136,7 @@ def run_table(cases: list[Case], device: str = "cpu") -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m minigrad.gradcheck",
+        prog="python -m minigrad.gradcheck_cases",
         description="Check every primitive's backward against finite differences (float64).")
     parser.add_argument("--device", choices=backend.DEVICES, default="cpu")
     parser.add_argument("-k", metavar="TEXT", help="only the ops whose name contains TEXT")
@@ -250,16 +148,6 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in CASES if args.k is None or args.k in c.name]
     return 0 if run_table(cases, args.device) else 1
 
-
-class _CallableModule(types.ModuleType):
-    """Once imported, this module is the package attribute `minigrad.gradcheck`, in place of the
-    function of the same name; calling the module calls the function, so mg.gradcheck(fn, x) works."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> GradcheckResult:
-        return gradcheck(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,128 @@
+"""gradcheck: is a backward pass right? Each input's gradient from backward() is compared with central
+finite differences in float64. Users call it as mg.gradcheck(fn, *inputs); the table of every primitive
+that the tests and `python -m minigrad.gradcheck_cases` run is in gradcheck_cases.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from minigrad import backend
+from minigrad.tensor import Tensor, no_grad
+
+
+class GradcheckError(AssertionError):
+    """An analytic gradient disagrees with the finite-difference estimate."""
+
+
+@dataclass
+class InputReport:
+    index: int  # position among fn's inputs
+    shape: tuple[int, ...]
+    max_abs_err: float
+    max_rel_err: float
+    worst: tuple[int, ...]  # element where the check fails by most (or comes closest to failing)
+    analytic: float  # both gradients at `worst`
+    numeric: float
+    passed: bool
+
+    def describe(self) -> str:
+        return (f"input {self.index} (shape {self.shape}), element {self.worst}: analytic {self.analytic:.10g}, "
+                f"numeric {self.numeric:.10g} (abs err {self.max_abs_err:.3g}, rel err {self.max_rel_err:.3g})")
+
+
+@dataclass
+class GradcheckResult:
+    """What gradcheck found, input by input. Its truth value is the verdict, as PyTorch's gradcheck
+    returns True or False: `assert mg.gradcheck(fn, x, raise_exception=False)` fails on a wrong backward."""
+
+    inputs: list[InputReport]
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.inputs)
+
+    def failures(self) -> list[str]:
+        return [r.describe() for r in self.inputs if not r.passed]
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        if not self.passed:
+            return "gradcheck FAILED: " + "; ".join(self.failures())
+        return (f"gradcheck passed: {len(self.inputs)} input(s), max abs err {self.max_abs_err:.3g}, "
+                f"max rel err {self.max_rel_err:.3g}")
+
+    @property
+    def max_abs_err(self) -> float:
+        return max(r.max_abs_err for r in self.inputs)
+
+    @property
+    def max_rel_err(self) -> float:
+        return max(r.max_rel_err for r in self.inputs)
+
+
+def gradcheck(fn: Callable[..., Tensor], *inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
+              rtol: float = 1e-3, seed: int = 0, raise_exception: bool = True) -> GradcheckResult:
+    """Check d fn / d input for every float64 input tensor that requires grad.
+
+    The output is contracted with a random upstream gradient g, so what is checked is the gradient
+    of sum(fn(*inputs) * g): a plain sum would pass a zero backward for softmax or layer norm, whose
+    sum is constant. Element k passes when |analytic - numeric| <= atol + rtol * |numeric|.
+    Raises GradcheckError naming the worst input and element; with raise_exception=False returns the
+    result, which is falsy when the check failed.
+    """
+    checked = [(i, t) for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+    if not checked:
+        raise ValueError("gradcheck: no input is a tensor with requires_grad=True")
+    for i, t in checked:
+        if t.dtype != np.float64:
+            raise TypeError(f"gradcheck: input {i} is {t.dtype}; finite differences need float64 (use .to(mg.float64))")
+        t.data = backend.get_array_module(t.data).ascontiguousarray(t.data)  # so writes through reshape(-1) land
+        t.grad = None
+
+    out = fn(*inputs)
+    if not isinstance(out, Tensor) or out.dtype != np.float64:
+        raise TypeError(f"gradcheck: fn must return a float64 Tensor, got {out!r:.80}")
+    upstream = backend.to_device(np.random.default_rng(seed).standard_normal(out.shape), out.device)
+    out.backward(upstream)
+
+    def contracted() -> float:
+        return float((fn(*inputs).data * upstream).sum())
+
+    reports = []
+    with no_grad():
+        for i, t in checked:
+            analytic = backend.to_numpy(t.grad) if t.grad is not None else np.zeros(t.shape)
+            numeric = np.zeros(t.shape)
+            flat = t.data.reshape(-1)
+            for k in range(flat.size):
+                original = flat[k].item()
+                flat[k] = original + eps
+                plus = contracted()
+                flat[k] = original - eps
+                minus = contracted()
+                flat[k] = original
+                numeric.flat[k] = (plus - minus) / (2 * eps)
+            reports.append(_compare(i, analytic, numeric, atol, rtol))
+
+    result = GradcheckResult(reports)
+    if raise_exception and not result.passed:
+        raise GradcheckError("gradient check failed:\n  " + "\n  ".join(result.failures()))
+    return result
+
+
+def _compare(index: int, analytic: np.ndarray, numeric: np.ndarray, atol: float, rtol: float) -> InputReport:
+    err = np.abs(analytic - numeric)
+    allowed = atol + rtol * np.abs(numeric)
+    rel = err / np.maximum(np.abs(numeric), 1e-12)
+    if err.size == 0:
+        return InputReport(index, analytic.shape, 0.0, 0.0, (), 0.0, 0.0, True)
+    worst = np.unravel_index(np.argmax(err - allowed), err.shape)
+    return InputReport(index, analytic.shape, float(err.max()), float(rel.max()), tuple(int(w) for w in worst),
+                       float(analytic[worst]), float(numeric[worst]), bool((err <= allowed).all()))
