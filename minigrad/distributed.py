@@ -1,0 +1,130 @@
+"""Data parallelism over MPI: every process trains the same model on its own slice of each batch.
+
+    mpiexec -n 4 python train.py --dist mpi
+
+Each process (a "rank", numbered 0 .. size-1) builds the whole model; `broadcast` copies rank 0's
+initial parameters to the others, so all start equal. Each step every rank runs forward and backward
+on its slice of the batch, then `all_reduce` sums the gradients over the ranks. Every rank then holds
+the gradient of the whole batch and makes the same optimizer step, so the parameters stay equal
+without ever being sent again: gradients are all that crosses the network during training.
+
+MPI moves the bytes (mpi4py, an optional extra: pip install -e '.[mpi]'), as in llm.c. NumPy arrays
+go through mpi4py's buffer interface, straight from the array's memory, without pickling. CuPy arrays
+go through NCCL, which sums on the GPUs, when CuPy has it; otherwise they are copied to host memory,
+summed by MPI there, and copied back. A plain `python` process is a world of one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from minigrad import backend
+
+INSTALL = "pip install mpi4py mpich (or pip install -e '.[mpi]')"
+
+
+class World:
+    """The processes training together: this one's `rank` and their number, `size`.
+
+    World() is a world of one without MPI, where every collective returns at once. init() joins the
+    MPI job this process was started in.
+    """
+
+    def __init__(self, comm: Any = None, nccl_comm: Any = None) -> None:
+        self.comm = comm  # an mpi4py communicator, None for a world of one
+        self.nccl_comm = nccl_comm  # a cupy.cuda.nccl.NcclCommunicator over the same ranks, or None
+        self.rank = 0 if comm is None else comm.Get_rank()
+        self.size = 1 if comm is None else comm.Get_size()
+
+    def all_reduce(self, arrays: Sequence[Any]) -> None:
+        """Replace each array, on every rank, by its sum over all ranks (in place)."""
+        self._each(arrays, self._mpi_all_reduce, self._nccl_all_reduce)
+
+    def broadcast(self, arrays: Sequence[Any]) -> None:
+        """Overwrite each array, on every rank, with rank 0's (in place)."""
+        self._each(arrays, self._mpi_broadcast, self._nccl_broadcast)
+
+    def barrier(self) -> None:
+        """Return once every rank has called barrier()."""
+        if self.comm is not None:
+            self.comm.Barrier()
+
+    def _each(self, arrays: Sequence[Any], on_host: Callable[[Any], None], on_gpu: Callable[[Any], None]) -> None:
+        """Run a collective on each array, through a contiguous copy where the array is not contiguous.
+
+        One message per array keeps this simple; large frameworks pack gradients into a few big
+        buckets instead, since each message also pays the network's latency.
+        """
+        if self.size == 1:
+            return
+        for array in arrays:
+            buf = backend.get_array_module(array).ascontiguousarray(array)  # `array` itself if contiguous
+            if backend.device_of(buf) == "cpu":
+                on_host(buf)
+            elif self.nccl_comm is not None:
+                on_gpu(buf)
+            else:  # a GPU array without NCCL: through host memory
+                host = backend.to_numpy(buf)
+                on_host(host)
+                buf.set(host)
+            if buf is not array:
+                array[...] = buf
+
+    def _mpi_all_reduce(self, buf: Any) -> None:
+        from mpi4py import MPI
+
+        self.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+
+    def _mpi_broadcast(self, buf: Any) -> None:
+        self.comm.Bcast(buf, root=0)
+
+    def _nccl_all_reduce(self, buf: Any) -> None:
+        nccl = _nccl()
+        stream = backend.cupy.cuda.get_current_stream().ptr
+        self.nccl_comm.allReduce(buf.data.ptr, buf.data.ptr, buf.size, _nccl_dtype(buf), nccl.NCCL_SUM, stream)
+
+    def _nccl_broadcast(self, buf: Any) -> None:
+        stream = backend.cupy.cuda.get_current_stream().ptr
+        self.nccl_comm.bcast(buf.data.ptr, buf.size, _nccl_dtype(buf), 0, stream)
+
+
+def _nccl() -> Any:
+    """CuPy's NCCL module, or None where CuPy was built or installed without NCCL."""
+    try:
+        from cupy.cuda import nccl
+    except ImportError:
+        return None
+    return nccl if nccl.available else None
+
+
+def _nccl_dtype(buf: Any) -> int:
+    nccl = _nccl()
+    types = {"float32": nccl.NCCL_FLOAT32, "float64": nccl.NCCL_FLOAT64}
+    if buf.dtype.name not in types:
+        raise TypeError(f"distributed: NCCL collectives take float32 or float64 arrays, got {buf.dtype}")
+    return types[buf.dtype.name]
+
+
+def init(device: str = "cpu") -> World:
+    """Join the MPI job this process was started in (`mpiexec -n N python ...`): a world of N ranks;
+    a plain `python` process is a world of one. With device "cuda", each rank takes its own GPU on
+    its node and, where CuPy has NCCL, opens an NCCL communicator for the GPU arrays.
+
+    Raises RuntimeError, saying what to install, when mpi4py (or the MPI library) is missing.
+    """
+    try:
+        from mpi4py import MPI
+    except (ImportError, RuntimeError) as err:  # RuntimeError: mpi4py found no MPI library
+        raise RuntimeError(f"MPI is not available ({err}); install it: {INSTALL}") from None
+    comm = MPI.COMM_WORLD
+    if backend.check_device(device) == "cpu" or comm.Get_size() == 1:
+        return World(comm)
+    cupy = backend.cupy
+    local_rank = comm.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()  # this rank's number on its node
+    cupy.cuda.Device(local_rank % cupy.cuda.runtime.getDeviceCount()).use()
+    nccl = _nccl()
+    if nccl is None:
+        return World(comm)
+    uid = comm.bcast(nccl.get_unique_id() if comm.Get_rank() == 0 else None, root=0)  # 128 bytes, once
+    return World(comm, nccl.NcclCommunicator(comm.Get_size(), uid, comm.Get_rank()))

@@ -1,0 +1,73 @@
+"""Run by tests/test_distributed.py under `mpiexec -n 2`: each rank runs one check of
+minigrad.distributed and writes what it got to OUT/rank<r>.json, which the test compares (a file per
+rank, since the ranks' printed lines can interleave).
+
+    mpiexec -n 2 python tests/distributed_worker.py all_reduce --device cpu --out /tmp/check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import minigrad as mg  # noqa: E402
+from minigrad import backend, distributed  # noqa: E402
+from models import GPT, GPTConfig  # noqa: E402
+
+
+def inputs(rank: int) -> list[np.ndarray]:
+    """What rank `rank` contributes: two dtypes, a 3-D array and a non-contiguous (transposed) one."""
+    rng = np.random.default_rng(rank)
+    return [rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((2, 3, 5)),
+            rng.standard_normal((4, 6)).T]
+
+
+def all_reduce(world: distributed.World, device: str, args: argparse.Namespace) -> list:
+    arrays = [backend.to_device(a, device) for a in inputs(world.rank)]
+    world.all_reduce(arrays)
+    return [[a.dtype.name, backend.to_numpy(a).tolist()] for a in arrays]
+
+
+def broadcast(world: distributed.World, device: str, args: argparse.Namespace) -> list:
+    mg.manual_seed(100 + world.rank)  # each rank starts from different weights
+    model = GPT(GPTConfig(vocab_size=7, block_size=4, n_embd=8, n_head=2, n_layer=1)).to(device)
+    before = backend.to_numpy(model.parameters()[0].data).tolist()
+    world.broadcast([p.data for p in model.parameters()])
+    return [before, [backend.to_numpy(p.data).tolist() for p in model.parameters()]]
+
+
+def barrier(world: distributed.World, device: str, args: argparse.Namespace) -> bool:
+    """Rank 1 writes a file just before the barrier; every rank looks for it just after."""
+    flag = Path(args.out) / "rank1-was-here"
+    if world.rank == 1:
+        flag.write_text("here")
+    world.barrier()
+    return flag.exists()
+
+
+CHECKS = {"all_reduce": all_reduce, "broadcast": broadcast, "barrier": barrier}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("check", choices=list(CHECKS))
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--staged", action="store_true", help="GPU arrays through host memory, even where NCCL is")
+    p.add_argument("--out", required=True, help="folder for rank<r>.json")
+    args = p.parse_args()
+    world = distributed.init(args.device)
+    if args.staged:
+        world = distributed.World(world.comm)
+    result = CHECKS[args.check](world, args.device, args)
+    report = {"rank": world.rank, "size": world.size, "nccl": world.nccl_comm is not None, "result": result}
+    (Path(args.out) / f"rank{world.rank}.json").write_text(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
