@@ -109,7 +109,8 @@ def _nccl_dtype(buf: Any) -> int:
 def init(device: str = "cpu") -> World:
     """Join the MPI job this process was started in (`mpiexec -n N python ...`): a world of N ranks;
     a plain `python` process is a world of one. With device "cuda", each rank takes its own GPU on
-    its node and, where CuPy has NCCL, opens an NCCL communicator for the GPU arrays.
+    its node (ranks share them when there are fewer) and, where CuPy has NCCL and no two ranks share
+    a GPU, opens an NCCL communicator for the GPU arrays.
 
     Raises RuntimeError, saying what to install, when mpi4py (or the MPI library) is missing.
     """
@@ -120,11 +121,12 @@ def init(device: str = "cpu") -> World:
     comm = MPI.COMM_WORLD
     if backend.check_device(device) == "cpu" or comm.Get_size() == 1:
         return World(comm)
-    cupy = backend.cupy
-    local_rank = comm.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()  # this rank's number on its node
-    cupy.cuda.Device(local_rank % cupy.cuda.runtime.getDeviceCount()).use()
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)  # the ranks on this rank's node
+    gpus = backend.cupy.cuda.runtime.getDeviceCount()
+    backend.cupy.cuda.Device(node.Get_rank() % gpus).use()
     nccl = _nccl()
-    if nccl is None:
+    # NCCL wants a GPU of its own for each rank; every rank must make the same choice
+    if not comm.allreduce(nccl is not None and node.Get_size() <= gpus, op=MPI.LAND):
         return World(comm)
     uid = comm.bcast(nccl.get_unique_id() if comm.Get_rank() == 0 else None, root=0)  # 128 bytes, once
     return World(comm, nccl.NcclCommunicator(comm.Get_size(), uid, comm.Get_rank()))
