@@ -26,7 +26,11 @@ NUMPY_ALLOWED_IN = {
     "serialization.py": "reads and writes .npz files on the CPU; arrays leave through backend.to_numpy and "
                         "load() returns NumPy arrays for the caller to place on a device",
 }
-CUPY_ALLOWED_IN = {"backend.py"}  # only the backend knows CuPy exists
+# Files that may name CuPy, and why: only the backend makes arrays with it.
+CUPY_ALLOWED_IN = {
+    "backend.py": "the one module that knows NumPy and CuPy apart",
+    "distributed.py": "sends GPU arrays through CuPy's NCCL and gives each rank its GPU; it makes no arrays",
+}
 
 # What other engine files may take from NumPy: dtypes and type names, which never allocate an array.
 NUMPY_NAMES = {"dtype", "float16", "float32", "float64", "int32", "int64", "integer", "floating", "bool_",
