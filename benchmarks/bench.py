@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import minigrad as mg  # noqa: E402
-from minigrad import backend  # noqa: E402
+from minigrad import backend, fast  # noqa: E402
 from minigrad.optim import AdamW, decay_groups  # noqa: E402
 from models import GPT, GPTConfig  # noqa: E402
 
@@ -86,7 +86,7 @@ def minigrad_setup(c: dict[str, int], device: str = "cpu") -> tuple[GPT, Any, An
     mg.manual_seed(0)
     config = GPTConfig(**{k: v for k, v in c.items() if k != "batch"})
     model = GPT(config).to(device)
-    opt = AdamW(decay_groups(model.named_parameters(), 0.1), lr=1e-4)
+    opt = AdamW(decay_groups(model.named_parameters(), 0.1), lr=1e-4, fused=True)
     rng = np.random.default_rng(0)
     x = rng.integers(0, c["vocab_size"], (c["batch"], c["block_size"]))
     y = rng.integers(0, c["vocab_size"], (c["batch"], c["block_size"]))
@@ -305,6 +305,7 @@ def _cpu_name() -> str:
 
 
 if __name__ == "__main__":
+    fast.keep_large_blocks_in_heap()  # as train.py does: big freed blocks are reused (README, Performance)
     if sys.argv[1:2] == ["--memory-child"]:
         memory_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:

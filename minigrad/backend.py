@@ -6,11 +6,6 @@ serves both devices. The one operation the two spell differently, scatter-add, i
 
 from __future__ import annotations
 
-import ctypes
-import os
-import sys
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -94,48 +89,14 @@ def scatter_add(target: Array, indices: Any, values: Array) -> None:
     if device_of(target) == "cuda":
         cupyx.scatter_add(target, indices, values)
     elif getattr(indices, "ndim", None) == 1 and indices.size:
-        # rows of an embedding: np.add.at goes row by row, so sort the indices instead and sum each
-        # run of equal ones with a single reduceat
+        # speed: rows of an embedding. np.add.at goes row by row, so sort the indices instead and sum
+        # each run of equal ones with a single reduceat
         order = np.argsort(indices, kind="stable")
         rows = indices[order]
         starts = np.flatnonzero(np.diff(rows, prepend=rows[0] - 1))
         target[rows[starts]] += np.add.reduceat(values[order], starts, axis=0)
     else:
         np.add.at(target, indices, values)
-
-
-# ---- using every CPU core for long elementwise passes ----
-
-_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-_pool: ThreadPoolExecutor | None = None
-_MIN_PARALLEL = 1 << 23  # elements; below, threads cost more than they save (AdamW, measured: 3M slower, 200M faster)
-
-
-def run_parallel(fn: Callable[[Any], None], items: list[Any], device: str, elements: int) -> None:
-    """fn(item) for every item, spread over the CPU's cores.
-
-    NumPy releases the GIL inside each ufunc, so elementwise passes over separate chunks of an array
-    run in parallel, as PyTorch splits its CPU kernels between threads. The optimizer uses it: its
-    update is pure memory traffic over the whole model. (Softmax, layer norm and GELU gained nothing
-    from it inside a training step, measured, so they stay single-threaded and simple.) A single
-    item, GPU work, or little work in all (`elements` in all items) runs here, one item after another.
-    """
-    global _pool
-    if len(items) == 1 or device == "cuda" or _threads == 1 or elements < _MIN_PARALLEL:
-        for item in items:
-            fn(item)
-        return
-    if _pool is None:
-        _pool = ThreadPoolExecutor(_threads, thread_name_prefix="minigrad")
-    for _ in _pool.map(fn, items):  # consuming the results re-raises any exception here
-        pass
-
-
-def chunk_size(device: str) -> int:
-    """Elements per chunk for long elementwise passes (the optimizer's). On the CPU, the several
-    passes of an update then run over arrays that stay in cache (2^17 float32 = 512 KiB each; measured
-    best on a 2-core EPYC, see benchmarks/); on the GPU one kernel over everything is best."""
-    return 1 << 17 if device == "cpu" else 1 << 62
 
 
 # ---- random numbers: one seeded generator per device ----
@@ -154,28 +115,3 @@ def generator(device: str):
     if device not in _generators:
         _generators[device] = module_for(device).random.default_rng()
     return _generators[device]
-
-
-# ---- allocator: keep large training temporaries in the heap ----
-
-def _keep_large_blocks_in_heap() -> None:
-    """Ask glibc to serve big arrays from the heap and keep freed memory for reuse.
-
-    By default glibc maps every large block (over 128 KiB, adaptively up to 32 MiB) straight from
-    the OS and unmaps it on free, so a training step that makes the same large temporaries every
-    time pays the page faults of touching new memory again and again. With mmap off and heap
-    trimming off, a freed block is reused by the next step. Set MINIGRAD_GLIBC_DEFAULTS=1
-    to keep glibc's defaults. The effect is measured in benchmarks/README.md.
-    """
-    if not sys.platform.startswith("linux") or os.environ.get("MINIGRAD_GLIBC_DEFAULTS") == "1":
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:  # not glibc (musl, ...): nothing to tune
-        return
-    m_trim_threshold, m_mmap_max = -1, -4
-    libc.mallopt(m_mmap_max, 0)  # no block is mmap'd: all come from the heap
-    libc.mallopt(m_trim_threshold, -1)  # -1: never give freed heap memory back; the next step reuses it
-
-
-_keep_large_blocks_in_heap()

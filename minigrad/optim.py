@@ -1,25 +1,27 @@
 """Optimizers (SGD with momentum, AdamW), gradient clipping, and the warmup + cosine learning rate.
 
-Updates run in place on the parameter arrays, in chunks that fit in cache, with one scratch buffer,
-so a step over a large model makes no temporaries the size of the model. Optimizer state (step
-count, moment buffers) round-trips through state_dict() for exact resumption.
+Each optimizer is its update rule, written as the paper writes it, applied to one parameter at a
+time. `AdamW(..., fused=True)` computes the same rule in place, in chunks, on every core
+(minigrad/fast.py). Optimizer state (step count, moment buffers) round-trips through state_dict().
 """
 
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from minigrad import backend
+from minigrad import backend, fast
 from minigrad.nn import Parameter
 
 ParamGroups = Iterable[Parameter] | Iterable[dict[str, Any]]
 
 
 class Optimizer:
-    """Holds param_groups (dicts with "params" and per-group settings) and per-parameter state."""
+    """Holds param_groups (dicts with "params" and per-group settings) and per-parameter state.
+
+    A subclass gives its `defaults`, the names of its per-parameter buffers, and `update`.
+    """
 
     defaults: dict[str, Any] = {}
     state_names: tuple[str, ...] = ()  # the per-parameter buffers, each shaped like the parameter
@@ -35,52 +37,34 @@ class Optimizer:
             if not isinstance(p, Parameter):
                 raise TypeError(f"{type(self).__name__}: expected Parameters, got {type(p).__name__}")
         self.step_count = 0
-        self.state = [{name: backend.get_array_module(p.data).zeros_like(p.data) for name in self.state_names}
-                      for p in self.parameters()]
-        self._scratch = threading.local()  # each thread's scratch buffers, by (device, dtype)
+        self.state = [{name: backend.get_array_module(p.data).zeros(p.shape, dtype=p.dtype)
+                       for name in self.state_names} for p in self.parameters()]
 
     def parameters(self) -> Iterator[Parameter]:
         for g in self.param_groups:
             yield from g["params"]
+
+    def with_state(self) -> Iterator[tuple[dict[str, Any], Parameter, dict[str, Any]]]:
+        """(group, parameter, its state) for every parameter, in order."""
+        states = iter(self.state)
+        for group in self.param_groups:
+            for p in group["params"]:
+                yield group, p, next(states)
 
     def zero_grad(self) -> None:
         for p in self.parameters():
             p.grad = None
 
     def step(self) -> None:
-        """Update every parameter that has a gradient, chunk by chunk (see _chunks), on all cores."""
+        """Update every parameter that has a gradient."""
         self.step_count += 1
-        pairs = [(group, p) for group in self.param_groups for p in group["params"]]
-        jobs = [(group, *views) for (group, p), state in zip(pairs, self.state, strict=True) if p.grad is not None
-                for views in self._chunks(p, state)]
-        if jobs:
-            backend.run_parallel(self._update_chunk, jobs, pairs[0][1].device, sum(p.size for _, p in pairs))
+        for group, p, state in self.with_state():
+            if p.grad is not None:
+                self.update(p.data, p.grad, group, state)
 
-    def update(self, group: dict[str, Any], p: Any, g: Any, tmp: Any, **state: Any) -> None:
-        """The rule itself, on flat views of parameter, gradient, a scratch buffer and the state."""
+    def update(self, p: Any, g: Any, group: dict[str, Any], state: dict[str, Any]) -> None:
+        """The rule itself: change the parameter's array `p` in place, given its gradient `g`."""
         raise NotImplementedError
-
-    def _update_chunk(self, job: tuple) -> None:
-        group, p, g, state = job
-        self.update(group, p, g, self._scratch_for(p), **state)
-
-    def _scratch_for(self, chunk: Any) -> Any:
-        """A scratch array as long as `chunk`, one per thread, reused from step to step."""
-        key = (backend.device_of(chunk), chunk.dtype)
-        buffers = self._scratch.__dict__
-        if key not in buffers or buffers[key].size < chunk.size:
-            buffers[key] = backend.get_array_module(chunk).empty(chunk.size, dtype=chunk.dtype)
-        return buffers[key][: chunk.size]
-
-    def _chunks(self, p: Parameter, state: dict[str, Any]) -> Iterator[tuple[Any, Any, dict[str, Any]]]:
-        """Flat views of at most backend.chunk_size elements: the several elementwise passes of an
-        update then run over a chunk that stays in cache, instead of streaming the whole model each time."""
-        flat_p, flat_g = p.data.reshape(-1), p.grad.reshape(-1)
-        flat_state = {k: v.reshape(-1) for k, v in state.items()}
-        size = backend.chunk_size(p.device)
-        for start in range(0, p.size, size):
-            chunk = slice(start, start + size)
-            yield flat_p[chunk], flat_g[chunk], {k: v[chunk] for k, v in flat_state.items()}
 
     # -- saving and loading --
     def state_dict(self) -> dict[str, Any]:
@@ -109,51 +93,48 @@ class Optimizer:
 
 
 class SGD(Optimizer):
-    """buf = momentum * buf + g;  p -= lr * buf   (plain SGD when momentum = 0)"""
+    """g = g + wd * p;  buf = momentum * buf + g;  p -= lr * buf   (plain SGD when momentum = 0)"""
 
     defaults = {"lr": 0.01, "momentum": 0.0, "weight_decay": 0.0}
     state_names = ("momentum_buffer",)
 
-    def update(self, group, p, g, tmp, momentum_buffer):
-        tmp[...] = g
-        if group["weight_decay"]:
-            tmp += group["weight_decay"] * p  # L2 penalty, folded into the gradient
-        if group["momentum"]:
-            momentum_buffer *= group["momentum"]
-            momentum_buffer += tmp
-            tmp[...] = momentum_buffer
-        tmp *= group["lr"]
-        p -= tmp
+    def update(self, p, g, group, state):
+        g = g + group["weight_decay"] * p  # L2 penalty, folded into the gradient
+        state["momentum_buffer"] = buf = group["momentum"] * state["momentum_buffer"] + g
+        p -= group["lr"] * buf
 
 
 class AdamW(Optimizer):
-    """Adam with decoupled weight decay (Loshchilov & Hutter), as torch.optim.AdamW:
+    """Adam with decoupled weight decay (Loshchilov & Hutter), as torch.optim.AdamW and llm.c:
 
-    p -= lr * wd * p;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
-    p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+    m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  m_hat = m / (1 - b1^t);  v_hat = v / (1 - b2^t)
+    p -= lr * (m_hat / (sqrt(v_hat) + eps) + wd * p)
+
+    fused=True computes the same in place, chunk by chunk and on every core (minigrad/fast.py): no
+    temporary the size of the model, and faster on large models.
     """
 
     defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01}
     state_names = ("m", "v")
 
-    def update(self, group, p, g, tmp, m, v):
+    def __init__(self, params: ParamGroups, fused: bool = False, **settings: Any) -> None:
+        super().__init__(params, **settings)
+        self.fused = fused
+
+    def step(self) -> None:
+        if not self.fused:
+            return super().step()
+        self.step_count += 1
+        fast.fused_adamw_step(self)  # speed: the rule of update() below, in place, chunked, on all cores
+
+    def update(self, p, g, group, state):
         xp = backend.get_array_module(p)
-        lr, (b1, b2), t = group["lr"], group["betas"], self.step_count
-        if group["weight_decay"]:
-            p *= 1 - lr * group["weight_decay"]
-        m *= b1
-        xp.multiply(g, 1 - b1, out=tmp)
-        m += tmp
-        v *= b2
-        xp.multiply(g, g, out=tmp)
-        tmp *= 1 - b2
-        v += tmp
-        xp.sqrt(v, out=tmp)  # the denominator, sqrt(v / (1 - b2^t)) + eps, built in tmp
-        tmp *= 1 / math.sqrt(1 - b2**t)
-        tmp += group["eps"]
-        xp.divide(m, tmp, out=tmp)
-        tmp *= lr / (1 - b1**t)
-        p -= tmp
+        (b1, b2), t = group["betas"], self.step_count
+        state["m"] = m = b1 * state["m"] + (1 - b1) * g
+        state["v"] = v = b2 * state["v"] + (1 - b2) * g * g
+        m_hat = m / (1 - b1**t)
+        v_hat = v / (1 - b2**t)
+        p -= group["lr"] * (m_hat / (xp.sqrt(v_hat) + group["eps"]) + group["weight_decay"] * p)
 
 
 def decay_groups(named_params: Iterable[tuple[str, Parameter]], weight_decay: float) -> list[dict[str, Any]]:

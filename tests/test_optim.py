@@ -1,6 +1,7 @@
-"""Tests for minigrad.optim: AdamW and SGD against the published update rules (in plain NumPy, and
-against torch.optim where torch is installed), parameter groups, chunked updates, gradient clipping,
-the warmup + cosine schedule, and optimizer state that saves, loads and resumes training exactly.
+"""Tests for minigrad.optim: AdamW (plain and fused) and SGD against the published update rules (in
+plain NumPy, and against torch.optim where torch is installed), parameter groups, fused updates in
+chunks, parameters that are views, gradient clipping, the warmup + cosine schedule, and optimizer
+state that saves, loads and resumes training exactly.
 """
 
 import math
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend, nn, optim
+from minigrad import backend, fast, nn, optim
 from models import GPT, GPTConfig
 
 STEPS = 5
@@ -68,10 +69,12 @@ def test_decay_groups_exempt_biases_and_layernorm_weights():
     assert [id(p) for p in no_decay["params"]] == [id(params[n]) for n in ("0.bias", "1.weight", "1.bias")]
 
 
-def test_adamw_matches_the_published_algorithm_step_by_step(device):
+@pytest.mark.parametrize("fused", [False, True], ids=["plain", "fused"])
+def test_adamw_matches_the_published_algorithm_step_by_step(device, fused):
     problem = Problem(device)
     lr, betas, eps, wd = 0.05, (0.8, 0.95), 1e-6, 0.1
-    opt = optim.AdamW(optim.decay_groups(problem.model.named_parameters(), wd), lr=lr, betas=betas, eps=eps)
+    opt = optim.AdamW(optim.decay_groups(problem.model.named_parameters(), wd), lr=lr, betas=betas, eps=eps,
+                      fused=fused)
     ref = problem.values()
     m = {name: np.zeros(s) for name, s in problem.shapes.items()}
     v = {name: np.zeros(s) for name, s in problem.shapes.items()}
@@ -89,11 +92,12 @@ def test_adamw_matches_the_published_algorithm_step_by_step(device):
     assert all(np.abs(ref[n] - start[n]).min() > 1e-3 for n in ref)  # every element moved: the check had teeth
 
 
-def test_adamw_matches_torch():
+@pytest.mark.parametrize("fused", [False, True], ids=["plain", "fused"])
+def test_adamw_matches_torch(fused):
     torch = pytest.importorskip("torch", reason="torch is not installed: the torch.optim comparison is skipped")
     problem = Problem()
     named = list(problem.model.named_parameters())
-    opt = optim.AdamW(optim.decay_groups(named, 0.1), lr=0.05, betas=(0.8, 0.95), eps=1e-6)
+    opt = optim.AdamW(optim.decay_groups(named, 0.1), lr=0.05, betas=(0.8, 0.95), eps=1e-6, fused=fused)
     theirs = {name: torch.tensor(p.numpy(), requires_grad=True) for name, p in named}
     torch_opt = torch.optim.AdamW([
         {"params": [theirs["0.weight"]], "weight_decay": 0.1},
@@ -110,9 +114,10 @@ def test_adamw_matches_torch():
                                        err_msg=f"step {t + 1}, {name}")
 
 
-def test_parameters_without_a_gradient_are_left_alone():
+@pytest.mark.parametrize("fused", [False, True], ids=["plain", "fused"])
+def test_parameters_without_a_gradient_are_left_alone(fused):
     problem = Problem()
-    opt = optim.AdamW(problem.model.parameters(), lr=0.1, weight_decay=0.5)
+    opt = optim.AdamW(problem.model.parameters(), lr=0.1, weight_decay=0.5, fused=fused)
     before = problem.values()
     problem.set_grads()
     problem.model[1].weight.grad = None
@@ -141,36 +146,68 @@ def test_sgd_matches_reference(device, momentum, wd):
             np.testing.assert_allclose(got[name], ref[name], rtol=1e-12, atol=1e-14, err_msg=f"step {t + 1}, {name}")
 
 
-# ---- chunked updates ----
+# ---- fused AdamW, and parameters that are views ----
 
-@pytest.mark.parametrize("make", [
-    lambda ps: optim.AdamW(ps, lr=0.05, weight_decay=0.1),
-    lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01),
-], ids=["AdamW", "SGD"])
-def test_chunked_updates_equal_unchunked(device, monkeypatch, make):
-    def run():
+@pytest.mark.parametrize("chunk", [None, 7], ids=["whole", "chunks of 7"])
+def test_fused_adamw_gives_the_parameters_of_the_plain_rule(device, monkeypatch, chunk):
+    def run(fused):
         problem = Problem(device)
-        opt = make(problem.model.parameters())
+        opt = optim.AdamW(optim.decay_groups(problem.model.named_parameters(), 0.1), lr=0.05, fused=fused)
         for _ in range(STEPS):
             problem.set_grads()
             opt.step()
         return problem.values()
 
-    whole = run()
-    calls = []
-    cls = type(make(Problem().model.parameters()))
-    update = cls.update
+    plain = run(False)
+    pieces = []
+    update = fast._adamw_in_place
 
-    def counting_update(self, group, p, *rest, **state):
-        calls.append(p.size)  # elements in this chunk
-        update(self, group, p, *rest, **state)
+    def counting_update(p, *rest):
+        pieces.append(p.size)  # elements in this piece
+        update(p, *rest)
 
-    monkeypatch.setattr(backend, "chunk_size", lambda device: 7)
-    monkeypatch.setattr(cls, "update", counting_update)
-    chunked = run()
-    assert calls[:5] == [7, 5, 3, 3, 3]  # step 1: the (3, 4) weight in pieces of 7 and 5, then the 3-vectors
-    for name in whole:
-        np.testing.assert_array_equal(chunked[name], whole[name], err_msg=name)
+    if chunk:
+        monkeypatch.setattr(fast, "chunk_size", lambda device: chunk)
+    monkeypatch.setattr(fast, "_adamw_in_place", counting_update)
+    fused = run(True)
+    # step 1: the (3, 4) weight whole or in pieces of 7 and 5, then the three 3-vectors
+    assert pieces[:5] == ([7, 5, 3, 3, 3] if chunk else [12, 3, 3, 3, 12])
+    start = Problem().values()
+    for name in plain:
+        np.testing.assert_allclose(fused[name], plain[name], rtol=1e-12, atol=1e-14, err_msg=name)
+        assert np.abs(fused[name] - start[name]).min() > 1e-3  # every element moved
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: optim.SGD(ps, lr=1.0),
+    lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01),
+    lambda ps: optim.AdamW(ps, lr=0.05, weight_decay=0.1),
+    lambda ps: optim.AdamW(ps, lr=0.05, weight_decay=0.1, fused=True),
+], ids=["SGD lr=1", "SGD momentum", "AdamW", "AdamW fused"])
+@pytest.mark.parametrize("how", ["Parameter(W.T)", "weight.data = W.T"])
+def test_a_parameter_that_is_a_transposed_view_is_updated_in_place(device, make, how):
+    """The update lands in p.data itself, not in a flattened copy of it."""
+    rng = np.random.default_rng(0)
+    W = backend.to_device(rng.standard_normal((3, 5)), device)
+    if how == "Parameter(W.T)":
+        p = nn.Parameter(W.T)
+    else:
+        layer = nn.Linear(3, 5, dtype=mg.float64, device=device)
+        layer.weight.data = W.T
+        p = layer.weight
+    start = p.numpy().copy()
+    contiguous = nn.Parameter(backend.to_device(start.copy(), device))
+    opts = [make([p]), make([contiguous])]
+    for _ in range(3):
+        g = rng.standard_normal((5, 3))
+        for q in (p, contiguous):
+            q.grad = backend.to_device(g, device)
+        for opt in opts:
+            opt.step()
+    assert not p.data.flags.c_contiguous  # still the view of W
+    assert np.abs(contiguous.numpy() - start).min() > 1e-3  # every element moved
+    np.testing.assert_array_equal(p.numpy(), contiguous.numpy())
+    np.testing.assert_array_equal(backend.to_numpy(W).T, contiguous.numpy())
 
 
 # ---- clipping and the schedule ----
