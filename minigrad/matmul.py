@@ -9,7 +9,7 @@ shares its name with an nn layer (nn.Linear); tensor math keeps bare names (Add,
 
 from __future__ import annotations
 
-from minigrad.elementwise import as_operands, unbroadcast
+from minigrad import elementwise  # the module, not its names: importing elementwise first must work
 from minigrad.tensor import Function, Tensor
 
 # ---- matmul ----
@@ -30,13 +30,13 @@ class MatMul(Function):
             a2, dout2 = a.reshape(-1, a.shape[-1]), dout.reshape(-1, dout.shape[-1])
             return ((dout2 @ b.T).reshape(a.shape) if need_a else None,
                     a2.T @ dout2 if need_b else None)
-        return (unbroadcast(dout @ b.swapaxes(-1, -2), a.shape) if need_a else None,
-                unbroadcast(a.swapaxes(-1, -2) @ dout, b.shape) if need_b else None)
+        return (elementwise.unbroadcast(dout @ b.swapaxes(-1, -2), a.shape) if need_a else None,
+                elementwise.unbroadcast(a.swapaxes(-1, -2) @ dout, b.shape) if need_b else None)
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """a @ b as numpy.matmul: 1-D operands are promoted to matrices and the extra axis removed."""
-    a, b = as_operands("matmul", a, b)
+    a, b = elementwise.as_operands("matmul", a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul: operands must have at least 1 dimension, got shapes {a.shape} and {b.shape}")
     if a.ndim == 1:
