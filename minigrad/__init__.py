@@ -9,9 +9,26 @@ import numpy as _np
 
 from minigrad import functional, nn, optim
 from minigrad.backend import cuda_available, manual_seed
+from minigrad.elementwise import abs, clamp, clip, cos, erf, maximum, minimum, rsqrt, sigmoid, sin, where
 from minigrad.finite_differences import GradcheckError, gradcheck
+from minigrad.reductions import all, any, argmax, argmin, cumsum, logsumexp, max, min, prod, std, var
 from minigrad.serialization import load, save
-from minigrad.tensor import Function, Tensor, arange, is_grad_enabled, no_grad, ones, randn, tensor, zeros
+from minigrad.tensor import (
+    Function,
+    Tensor,
+    arange,
+    eye,
+    full,
+    full_like,
+    is_grad_enabled,
+    no_grad,
+    ones,
+    ones_like,
+    randn,
+    tensor,
+    zeros,
+    zeros_like,
+)
 
 float32 = _np.dtype("float32")
 float64 = _np.dtype("float64")
@@ -22,4 +39,8 @@ __all__ = [
     "Function", "GradcheckError", "Tensor", "arange", "bool_", "cuda_available", "float32", "float64",
     "functional", "gradcheck", "int64", "is_grad_enabled", "load", "manual_seed", "nn", "no_grad", "ones",
     "optim", "randn", "save", "tensor", "zeros",
+    # tensor math as torch.X (elementwise.py, reductions.py) and more creation (tensor.py)
+    "abs", "all", "any", "argmax", "argmin", "clamp", "clip", "cos", "cumsum", "erf", "eye", "full", "full_like",
+    "logsumexp", "max", "maximum", "min", "minimum", "ones_like", "prod", "rsqrt", "sigmoid", "sin", "std", "var",
+    "where", "zeros_like",
 ]

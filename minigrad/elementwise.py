@@ -1,5 +1,6 @@
 """Elementwise math behind Tensor's operators: binary ops that broadcast (add, sub, mul, div, pow,
-comparisons) and unary ops (neg, exp, log, sqrt, tanh).
+comparisons, maximum, minimum, where) and unary ops (neg, exp, log, sqrt, tanh, sigmoid, abs, rsqrt, sin,
+cos, erf, clamp).
 
 Each primitive is a Function with forward and backward side by side and its derivative in the
 docstring; the lowercase function below it is what Tensor's operators call. One `unbroadcast` serves
@@ -11,9 +12,11 @@ torch.nn.functional sit in functional.py, normalization.py and losses.py (all re
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from minigrad import backend
+from minigrad.shapes import _aux_array
 from minigrad.tensor import Function, Tensor, _check_same_device
 
 
@@ -200,3 +203,167 @@ def exp(x: Tensor) -> Tensor: return Exp.apply(x)
 def log(x: Tensor) -> Tensor: return Log.apply(x)
 def sqrt(x: Tensor) -> Tensor: return Sqrt.apply(x)
 def tanh(x: Tensor) -> Tensor: return Tanh.apply(x)
+
+
+# ---- more elementwise math: sigmoid, abs, rsqrt, sin, cos, erf, maximum, minimum, where, clamp ----
+
+def _sigmoid(x: Any) -> Any:
+    """1 / (1 + exp(-x)) on an array, computed from exp(-|x|) so that exp never overflows."""
+    xp = backend.get_array_module(x)
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+class Sigmoid(Function):
+    """y = 1 / (1 + exp(-x));  dx = dout * y * (1 - y)"""
+
+    def forward(self, x):
+        self.y = _sigmoid(x)
+        return self.y
+
+    def backward(self, dout):
+        return (dout * self.y * (1 - self.y),)
+
+
+class Abs(Function):
+    """y = |x|;  dx = dout * sign(x)  (0 at x = 0, as PyTorch)"""
+
+    def forward(self, x):
+        self.x = x
+        return backend.get_array_module(x).abs(x)
+
+    def backward(self, dout):
+        return (dout * backend.get_array_module(dout).sign(self.x),)
+
+
+class Rsqrt(Function):
+    """y = 1 / sqrt(x);  dx = -dout * y**3 / 2"""
+
+    def forward(self, x):
+        xp = backend.get_array_module(x)
+        self.y = 1 / xp.sqrt(x)
+        return self.y
+
+    def backward(self, dout):
+        return (dout * self.y**3 * -0.5,)
+
+
+class Sin(Function):
+    """y = sin(x);  dx = dout * cos(x)"""
+
+    def forward(self, x):
+        self.x = x
+        return backend.get_array_module(x).sin(x)
+
+    def backward(self, dout):
+        return (dout * backend.get_array_module(dout).cos(self.x),)
+
+
+class Cos(Function):
+    """y = cos(x);  dx = -dout * sin(x)"""
+
+    def forward(self, x):
+        self.x = x
+        return backend.get_array_module(x).cos(x)
+
+    def backward(self, dout):
+        return (-dout * backend.get_array_module(dout).sin(self.x),)
+
+
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+
+
+class Erf(Function):
+    """y = erf(x) = 2/sqrt(pi) * integral of exp(-t^2) from 0 to x;  dx = dout * 2/sqrt(pi) * exp(-x^2)
+
+    The values come from backend.erf (NumPy has no erf; see there how it is computed)."""
+
+    def forward(self, x):
+        self.x = x
+        return backend.erf(x)
+
+    def backward(self, dout):
+        return (dout * _TWO_OVER_SQRT_PI * backend.get_array_module(dout).exp(-self.x * self.x),)
+
+
+def sigmoid(x: Tensor) -> Tensor: return Sigmoid.apply(x)
+def abs(x: Tensor) -> Tensor: return Abs.apply(x)
+def rsqrt(x: Tensor) -> Tensor: return Rsqrt.apply(x)
+def sin(x: Tensor) -> Tensor: return Sin.apply(x)
+def cos(x: Tensor) -> Tensor: return Cos.apply(x)
+def erf(x: Tensor) -> Tensor: return Erf.apply(x)
+
+
+class Maximum(Function):
+    """z = maximum(a, b);  da = dout where z == a, db = dout - da; where a == b each gets dout / 2 (as PyTorch)"""
+
+    pick = "maximum"  # Minimum differs only here: the backward reads the choice off z
+
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        self.z = getattr(backend.get_array_module(a), self.pick)(a, b)
+        return self.z
+
+    def backward(self, dout):
+        xp = backend.get_array_module(dout)
+        da = xp.where(self.a == self.b, dout * 0.5, dout * (self.z == self.a))
+        return unbroadcast(da, self.a.shape), unbroadcast(dout - da, self.b.shape)
+
+
+class Minimum(Maximum):
+    """z = minimum(a, b);  da = dout where z == a, db = dout - da; where a == b each gets dout / 2 (as PyTorch)"""
+
+    pick = "minimum"
+
+
+class Where(Function):
+    """z = a where cond else b;  da = dout where cond else 0,  db = dout where not cond else 0"""
+
+    def forward(self, a, b, cond):
+        self.cond, self.a_shape, self.b_shape = cond, a.shape, b.shape
+        return backend.get_array_module(a).where(cond, a, b)
+
+    def backward(self, dout):
+        xp = backend.get_array_module(dout)
+        need_a, need_b = self.needs_input_grad
+        da = unbroadcast(xp.where(self.cond, dout, 0), self.a_shape) if need_a else None
+        db = unbroadcast(xp.where(self.cond, 0, dout), self.b_shape) if need_b else None
+        return da, db
+
+
+class Clamp(Function):
+    """y = min(max(x, low), high);  dx = dout where low <= x <= high, else 0 (the bounds let it through, as
+    PyTorch). A bound of None is no bound; the bounds are numbers and get no gradient."""
+
+    def forward(self, x, low, high):
+        xp = backend.get_array_module(x)
+        self.inside = (x >= (-math.inf if low is None else low)) & (x <= (math.inf if high is None else high))
+        return xp.clip(x, low, high)
+
+    def backward(self, dout):
+        return (dout * self.inside,)
+
+
+def maximum(a: Any, b: Any) -> Tensor: return Maximum.apply(*as_operands("maximum", a, b))
+def minimum(a: Any, b: Any) -> Tensor: return Minimum.apply(*as_operands("minimum", a, b))
+
+
+def where(condition: Any, input: Any, other: Any) -> Tensor:
+    """`input` where the boolean `condition` is True, else `other`; all three broadcast (torch.where)."""
+    a, b = as_operands("where", input, other)
+    cond = _aux_array("where", condition, a, "b")
+    return Where.apply(a, b, cond=cond)
+
+
+def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
+    """Limit x to [min, max] (torch.clamp; torch.clip is the same). The bounds are numbers: for tensor
+    bounds use mg.maximum and mg.minimum, which share the gradient on ties instead."""
+    if min is None and max is None:
+        raise ValueError("clamp: give at least one of min and max")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        raise TypeError("clamp: the bounds must be numbers; for tensor bounds use mg.maximum and mg.minimum")
+    low, high = (None if v is None else _constant_like("clamp", v, x).data for v in (min, max))
+    return Clamp.apply(x, low=low, high=high)
+
+
+clip = clamp

@@ -1,6 +1,7 @@
 """Neural-network functions, imported as F: softmax, log_softmax, masked_fill, causal_mask, embedding,
-gelu, relu, dropout here; linear (matmul.py), layer_norm (normalization.py), cross_entropy (losses.py)
-and concatenate (shapes.py) re-exported beside them, as torch.nn.functional offers them.
+gelu, relu, leaky_relu, silu, dropout here; linear (matmul.py), layer_norm (normalization.py),
+cross_entropy (losses.py), concatenate (shapes.py) and sigmoid (elementwise.py) re-exported beside them,
+as torch.nn.functional offers them.
 
 Each is one Function with a closed-form backward, rather than a chain of exp/sum/div nodes: fewer
 temporaries, fewer graph nodes, and numerically stable (softmax subtracts the row maximum).
@@ -18,6 +19,7 @@ import math
 from typing import Any
 
 from minigrad import backend
+from minigrad.elementwise import _sigmoid, sigmoid
 from minigrad.losses import cross_entropy
 from minigrad.matmul import linear, matmul
 from minigrad.normalization import layer_norm
@@ -25,7 +27,7 @@ from minigrad.shapes import _aux_array, _check_range, concatenate
 from minigrad.tensor import Function, Tensor
 
 __all__ = ["matmul", "linear", "softmax", "log_softmax", "masked_fill", "causal_mask", "layer_norm",
-           "cross_entropy", "embedding", "gelu", "relu", "dropout", "concatenate"]
+           "cross_entropy", "embedding", "gelu", "relu", "dropout", "concatenate", "sigmoid", "silu", "leaky_relu"]
 
 
 # ---- softmax, log_softmax ----
@@ -149,7 +151,7 @@ _GELU_C = math.sqrt(2 / math.pi)
 
 
 class GeluFunction(Function):
-    """y = 0.5 x (1 + tanh(u)),  u = c (x + 0.044715 x^3),  c = sqrt(2 / pi)   (GPT-2's tanh form)
+    """y = 0.5 x (1 + tanh(u)),  u = c (x + 0.044715 x^3),  c = sqrt(2 / pi)   (GPT-2's tanh form of GeluErfFunction)
 
     dx = dout * (0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)),  t = tanh(u)
     """
@@ -176,6 +178,27 @@ class GeluFunction(Function):
         return (dx,)
 
 
+_SQRT_HALF = math.sqrt(0.5)
+_ONE_OVER_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+
+
+class GeluErfFunction(Function):
+    """y = x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), Phi the standard normal CDF   (the exact GELU)
+
+    dx = dout * (Phi(x) + x phi(x)),  phi(x) = exp(-x^2 / 2) / sqrt(2 pi), the normal density
+    """
+
+    def forward(self, x):
+        self.x = x
+        self.cdf = 0.5 * (1 + backend.erf(x * _SQRT_HALF))
+        return x * self.cdf
+
+    def backward(self, dout):
+        x = self.x
+        pdf = backend.get_array_module(x).exp(-0.5 * x * x) * _ONE_OVER_SQRT_2PI
+        return (dout * (self.cdf + x * pdf),)
+
+
 class ReluFunction(Function):
     """y = max(x, 0);  dx = dout where x > 0, else 0"""
 
@@ -187,12 +210,50 @@ class ReluFunction(Function):
         return (dout * self.positive,)
 
 
-def gelu(x: Tensor) -> Tensor:
-    return GeluFunction.apply(x)
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """GELU, x Phi(x): exact with erf (approximate="none", PyTorch's default) or GPT-2's tanh form
+    (approximate="tanh", faster, within about 5e-4 of it), as torch.nn.functional.gelu."""
+    if approximate == "none":
+        return GeluErfFunction.apply(x)
+    if approximate == "tanh":
+        return GeluFunction.apply(x)
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
 def relu(x: Tensor) -> Tensor:
     return ReluFunction.apply(x)
+
+
+class LeakyReluFunction(Function):
+    """y = x where x > 0, else negative_slope * x;  dx = dout where x > 0, else negative_slope * dout"""
+
+    def forward(self, x, negative_slope):
+        xp = backend.get_array_module(x)
+        self.slope = xp.where(x > 0, x.dtype.type(1), x.dtype.type(negative_slope))
+        return x * self.slope
+
+    def backward(self, dout):
+        return (dout * self.slope,)
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return LeakyReluFunction.apply(x, negative_slope=negative_slope)
+
+
+class SiluFunction(Function):
+    """y = x s,  s = sigmoid(x)  (also called swish; LLaMA's SwiGLU gates with it);  dx = dout * s (1 + x (1 - s))"""
+
+    def forward(self, x):
+        self.x, self.s = x, _sigmoid(x)
+        return x * self.s
+
+    def backward(self, dout):
+        s = self.s
+        return (dout * s * (1 + self.x * (1 - s)),)
+
+
+def silu(x: Tensor) -> Tensor:
+    return SiluFunction.apply(x)
 
 
 # ---- dropout ----

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import minigrad as mg
 from minigrad import backend
 from minigrad import functional as F
 from minigrad.finite_differences import gradcheck
@@ -109,14 +110,64 @@ CASES: list[Case] = [
     Case("cross_entropy", lambda x: F.cross_entropy(x, _TARGETS), ((2, 3, 5),)),
     Case("cross_entropy ignore_index", lambda x: F.cross_entropy(x, _IGNORED, ignore_index=-100), ((2, 3, 5),)),
     Case("embedding repeated indices", lambda w: F.embedding(w, _TOKENS), ((5, 3),)),
-    Case("gelu", lambda x: F.gelu(x), ((2, 3, 4),)),
+    Case("gelu tanh", lambda x: F.gelu(x, approximate="tanh"), ((2, 3, 4),)),
     Case("relu", lambda x: F.relu(x), ((2, 3, 4),)),
     Case("dropout", _seeded_dropout, ((3, 4),)),
     Case("concatenate axis 1", lambda a, b: F.concatenate([a, b], axis=1), ((2, 3), (2, 1))),
     Case("concatenate three", lambda a, b, c: F.concatenate([a, b, c]), ((1, 3), (2, 3), (1, 3))),
     Case("composite linear + layer_norm + gelu",
-         lambda x, w, b, g, h: F.gelu(F.layer_norm(x @ w + b, g, h)), ((2, 3, 4), (4, 6), (6,), (6,), (6,))),
+         lambda x, w, b, g, h: F.gelu(F.layer_norm(x @ w + b, g, h), approximate="tanh"),
+         ((2, 3, 4), (4, 6), (6,), (6,), (6,))),
     Case("composite attention head", _attention_head, ((2, 4, 6), (6, 3), (6, 3), (6, 3))),
+]
+
+# ---- more math (issue 11): elementwise, activations, reductions ----
+
+CASES += [
+    Case("sigmoid", lambda x: x.sigmoid(), ((2, 3, 4),)),
+    Case("sigmoid of large values", lambda x: (x * 20.0).sigmoid(), ((3, 5),)),
+    Case("silu", lambda x: F.silu(x), ((2, 3, 4),)),
+    Case("leaky_relu", lambda x: F.leaky_relu(x), ((2, 3, 4),)),
+    Case("leaky_relu slope 0.2", lambda x: F.leaky_relu(x, negative_slope=0.2), ((3, 5),)),
+    Case("abs", lambda x: x.abs(), ((3, 5),)),
+    Case("rsqrt", lambda x: x.rsqrt(), ((2, 3, 4),), positive=True),
+    Case("sin", lambda x: x.sin(), ((2, 3, 4),)),
+    Case("cos", lambda x: x.cos(), ((2, 3, 4),)),
+    Case("erf", lambda x: x.erf(), ((2, 3, 4),)),
+    Case("erf of large values", lambda x: (x * 4.0).erf(), ((3, 5),)),
+    Case("gelu exact (default)", lambda x: F.gelu(x), ((2, 3, 4),)),
+    Case("maximum broadcast", lambda a, b: a.maximum(b), ((3, 1), (1, 4))),
+    Case("maximum batched", lambda a, b: mg.maximum(a, b), ((2, 3, 4), (4,))),
+    Case("maximum python scalar", lambda x: mg.maximum(x, 0.25), ((3, 5),)),
+    Case("minimum broadcast", lambda a, b: a.minimum(b), ((2, 1, 4), (3, 1))),
+    Case("where broadcast", lambda a, b: mg.where(_MASK_2D, a, b), ((3, 1), (1, 4))),
+    Case("where batched", lambda a, b: mg.where(_MASK_2D, a, b), ((2, 3, 4), (4,))),
+    Case("where python scalar", lambda x: x.where(_MASK_2D, 0.5), ((3, 4),)),
+    Case("clamp", lambda x: x.clamp(min=-0.5, max=0.7), ((3, 5),)),
+    Case("clamp min only", lambda x: x.clamp(min=0.1), ((2, 3, 4),)),
+    Case("clip max only", lambda x: x.clip(max=-0.2), ((2, 3, 4),)),
+    Case("min all", lambda x: x.min(), ((2, 3, 4),)),
+    Case("min axis 1", lambda x: x.min(axis=1), ((2, 3, 4),)),
+    Case("min axis 0 keepdims", lambda x: x.min(axis=0, keepdims=True), ((4, 3),)),
+    Case("var all", lambda x: x.var(), ((2, 3, 4),)),
+    Case("var axis 1 correction 0", lambda x: x.var(1, correction=0), ((2, 3, 4),)),
+    Case("var axes (0, 2) keepdims", lambda x: x.var((0, 2), keepdims=True), ((2, 3, 4),)),
+    Case("var unbiased=False", lambda x: x.var(-1, unbiased=False), ((3, 5),)),
+    Case("std axis -1", lambda x: x.std(-1), ((3, 5),)),
+    Case("std all correction 2", lambda x: x.std(correction=2), ((2, 3, 4),)),
+    Case("prod all", lambda x: x.prod(), ((2, 3),)),
+    Case("prod axis 1", lambda x: x.prod(axis=1), ((3, 4),)),
+    Case("prod axes (0, 2) keepdims", lambda x: x.prod(axis=(0, 2), keepdims=True), ((2, 3, 4),)),
+    Case("logsumexp axis 1", lambda x: x.logsumexp(1), ((2, 3, 4),)),
+    Case("logsumexp axes (0, 2) keepdims", lambda x: x.logsumexp((0, 2), keepdims=True), ((2, 3, 4),)),
+    Case("logsumexp axis -1", lambda x: x.logsumexp(-1), ((3, 5),)),
+    Case("cumsum axis 0", lambda x: x.cumsum(0), ((3, 4),)),
+    Case("cumsum axis -1", lambda x: x.cumsum(-1), ((2, 3, 4),)),
+    Case("cumsum axis 1", lambda x: x.cumsum(1), ((2, 3, 4),)),
+    Case("composite SwiGLU feed-forward", lambda x, w1, w2, w3: (F.silu(x @ w1) * (x @ w2)) @ w3,
+         ((2, 3, 4), (4, 6), (4, 6), (6, 4))),
+    Case("composite RMS norm by rsqrt", lambda x, g: x * ((x * x).mean(axis=-1, keepdims=True) + 1e-6).rsqrt() * g,
+         ((2, 3, 8), (8,))),
 ]
 
 

@@ -247,6 +247,30 @@ class Tensor:
     def sqrt(self) -> Tensor: return elementwise.sqrt(self)
     def tanh(self) -> Tensor: return elementwise.tanh(self)
 
+    # more math, as PyTorch's Tensor methods (reductions take axis= / keepdims=, see reductions.py)
+    def __abs__(self): return elementwise.abs(self)
+    def abs(self) -> Tensor: return elementwise.abs(self)
+    def sigmoid(self) -> Tensor: return elementwise.sigmoid(self)
+    def rsqrt(self) -> Tensor: return elementwise.rsqrt(self)
+    def sin(self) -> Tensor: return elementwise.sin(self)
+    def cos(self) -> Tensor: return elementwise.cos(self)
+    def erf(self) -> Tensor: return elementwise.erf(self)
+    def maximum(self, other) -> Tensor: return elementwise.maximum(self, other)
+    def minimum(self, other) -> Tensor: return elementwise.minimum(self, other)
+    def where(self, condition, other) -> Tensor: return elementwise.where(condition, self, other)
+    def clamp(self, min=None, max=None) -> Tensor: return elementwise.clamp(self, min, max)
+    def clip(self, min=None, max=None) -> Tensor: return elementwise.clamp(self, min, max)
+    def min(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.min(self, axis, keepdims)
+    def argmax(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.argmax(self, axis, keepdims)
+    def argmin(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.argmin(self, axis, keepdims)
+    def prod(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.prod(self, axis, keepdims)
+    def logsumexp(self, axis, keepdims: bool = False) -> Tensor: return reductions.logsumexp(self, axis, keepdims)
+    def cumsum(self, axis) -> Tensor: return reductions.cumsum(self, axis)
+    def any(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.any(self, axis, keepdims)
+    def all(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.all(self, axis, keepdims)
+    def var(self, axis=None, **options) -> Tensor: return reductions.var(self, axis, **options)
+    def std(self, axis=None, **options) -> Tensor: return reductions.std(self, axis, **options)
+
 
 def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
     """Reverse-mode sweep: each node's gradient is complete once every consumer has sent its part.
@@ -347,6 +371,42 @@ def zeros(*shape: int, dtype: DType = np.float32, device: str = "cpu", requires_
 
 def ones(*shape: int, dtype: DType = np.float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
     data = backend.module_for(device).ones(_shape(shape), dtype=dtype)
+    return Tensor._wrap(data, False).requires_grad_(requires_grad)
+
+
+def full(shape: int | Sequence[int], fill_value: float | bool, dtype: DType | None = None, device: str = "cpu",
+         requires_grad: bool = False) -> Tensor:
+    """A tensor of `shape` filled with `fill_value`; its dtype by default as PyTorch picks it: float32 for a
+    float, int64 for an int, bool for a bool."""
+    value = _as_array(fill_value, dtype, device)  # checks the dtype, and picks it when none is given
+    if value.ndim != 0:
+        raise TypeError(f"full: fill_value must be a number, got an array of shape {value.shape}")
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    data = backend.module_for(device).full(shape, value, dtype=value.dtype)
+    return Tensor._wrap(data, False).requires_grad_(requires_grad)
+
+
+def full_like(t: Tensor, fill_value: float | bool, *, dtype: DType | None = None, device: str | None = None,
+              requires_grad: bool = False) -> Tensor:
+    """A tensor of t's shape filled with `fill_value`, with t's dtype and device unless given."""
+    return full(t.shape, fill_value, dtype=t.dtype if dtype is None else dtype,
+                device=t.device if device is None else device, requires_grad=requires_grad)
+
+
+def zeros_like(t: Tensor, *, dtype: DType | None = None, device: str | None = None,
+               requires_grad: bool = False) -> Tensor:
+    return full_like(t, 0, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def ones_like(t: Tensor, *, dtype: DType | None = None, device: str | None = None,
+              requires_grad: bool = False) -> Tensor:
+    return full_like(t, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: DType = np.float32, device: str = "cpu",
+        requires_grad: bool = False) -> Tensor:
+    """The (n, m) identity matrix (m = n when not given): ones on the diagonal, zeros elsewhere."""
+    data = backend.module_for(device).eye(n, m, dtype=dtype)
     return Tensor._wrap(data, False).requires_grad_(requires_grad)
 
 
