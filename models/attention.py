@@ -1,8 +1,9 @@
-"""Multi-head causal self-attention, written in the order of the walkthrough (shared/seed/README.md).
+"""Multi-head causal self-attention, written in the order of the self-attention walkthrough.
 
 Read it beside the text: project x to Q, K, V with one matrix; split the heads; step 1 scores
 Q K^T / sqrt(d_k); step 2 causal mask; step 3 softmax; step 4 weighted sum of V; merge the heads;
 output projection. Shapes: B batch, T time, C channels (d_model), nh heads, hs head size (d_k).
+The optional `cache` (KVCache) is the one way in and out besides x: see models/decoder.py.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from minigrad.tensor import Tensor, is_grad_enabled
 
 
 class KVCache:
-    """Keys and values of the positions already seen, so that generating a token costs one position."""
+    """One attention layer's keys and values of the positions already seen, so that generating a token
+    costs one position; `trace` holds the latest call's steps (q, k, v, scores, weights, out). The
+    protocol is described once, in models/decoder.py."""
 
     def __init__(self) -> None:
         self.k: Tensor | None = None
         self.v: Tensor | None = None
+        self.trace: dict[str, Tensor] = {}
 
     def __len__(self) -> int:
         return 0 if self.k is None else self.k.shape[2]
@@ -27,7 +31,7 @@ class KVCache:
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Add this step's keys and values (B, nh, T, hs); return all of them (B, nh, T_past + T, hs)."""
         if is_grad_enabled():
-            raise RuntimeError("KVCache is for generation: use it under mg.no_grad()")
+            raise RuntimeError("KVCache is for inference (generate, trace_attention): use it under mg.no_grad()")
         if self.k is None:
             self.k, self.v = k, v
         else:
@@ -47,13 +51,8 @@ class MultiHeadSelfAttention(nn.Module):
         self.attn_dropout = nn.Dropout(dropout)
         self.resid_dropout = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, cache: KVCache | None = None, return_weights: bool = False,
-                trace: dict | None = None) -> Tensor | tuple[Tensor, Tensor]:
-        """x (B, T, C) -> (B, T, C); with return_weights, also the attention weights (B, nh, T, T_k).
-
-        Given a dict as `trace`, each step's result is stored in it under the names used below
-        (train.py's explain mode prints them).
-        """
+    def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
+        """x (B, T, C) -> (B, T, C). With a cache, x continues the positions cached before (see models/decoder.py)."""
         B, T, C = x.shape
         nh, hs = self.n_heads, C // self.n_heads
 
@@ -65,7 +64,7 @@ class MultiHeadSelfAttention(nn.Module):
         q = q.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)
         k = k.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)
         v = v.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)
-        if cache is not None:
+        if cache is not None:  # earlier positions' keys and values come first
             k, v = cache.append(k, v)  # (B, nh, T_k, hs), T_k = positions cached + T
         T_k = k.shape[2]
 
@@ -83,7 +82,6 @@ class MultiHeadSelfAttention(nn.Module):
 
         # merge the heads back side by side, then the output projection
         out = out.transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, T, C)
-        if trace is not None:
-            trace.update(q=q, k=k, v=v, scores=scores, weights=weights, out=out)
-        out = self.resid_dropout(self.proj(out))
-        return (out, weights) if return_weights else out
+        if cache is not None:  # each step's result, under the names used here (explain prints them)
+            cache.trace = {"q": q, "k": k, "v": v, "scores": scores, "weights": weights, "out": out}
+        return self.resid_dropout(self.proj(out))  # (B, T, C)

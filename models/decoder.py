@@ -1,6 +1,19 @@
 """The decoder block: pre-LayerNorm attention and feed-forward, each inside a residual connection.
 
 A block maps (B, T, C) to (B, T, C), the same shape it was given, which is why blocks stack.
+
+The cache / trace protocol (the one way, besides x, into and out of attention): a model's
+`forward(idx, targets=None, *, caches=None, start=0)` takes an optional list with one KVCache
+(models/attention.py) per block, and passes each block its own. Attention then
+- appends this call's keys and values to the cache and attends over all of them, so the tokens of
+  idx are positions start, ..., start + T - 1 after the cached ones: `generate` runs the prompt once
+  with fresh caches (start 0), then each new token alone (start = its position);
+- stores the call's intermediate results in `cache.trace`: q, k, v (B, nh, T or T_k, hs), scores
+  and weights (B, nh, T, T_k), out (B, T, C, the heads merged, before the output projection).
+  A list of fresh caches and one forward pass give every layer's attention steps: that is
+  `trace_attention`, which explain.py prints.
+Caches are for inference only (they refuse to grow under grad mode). Without caches, forward is
+plain training: positions 0, ..., T - 1, nothing kept.
 """
 
 from __future__ import annotations
@@ -32,7 +45,7 @@ class DecoderBlock(nn.Module):
         self.ln_2 = nn.LayerNorm(d_model, bias=bias)
         self.mlp = MLP(d_model, dropout, bias)
 
-    def forward(self, x: Tensor, cache: KVCache | None = None, trace: dict | None = None) -> Tensor:
-        x = x + self.attn(self.ln_1(x), cache, trace=trace)  # tokens look at each other
+    def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
+        x = x + self.attn(self.ln_1(x), cache)  # tokens look at each other
         x = x + self.mlp(self.ln_2(x))  # each token thinks on its own
         return x

@@ -1,7 +1,8 @@
 """GPT: token and position embeddings, a stack of decoder blocks, a final LayerNorm, and a language
 model head tied to the token embedding. Names follow nanoGPT's model.py where they can.
 
-forward(idx, targets) gives logits and the next-token loss; generate() samples with a key/value cache.
+forward(idx, targets) gives logits and the next-token loss; generate() samples with a key/value cache,
+and trace_attention() returns every layer's attention steps (the cache / trace protocol: models/decoder.py).
 """
 
 from __future__ import annotations
@@ -59,34 +60,37 @@ class GPT(nn.Module):
             if name.endswith("proj.weight"):
                 p.data = nn.normal(p.shape, 0.02 / math.sqrt(2 * config.n_layer), p.dtype, p.device).data
 
-    def forward(self, idx: Any, targets: Any = None) -> tuple[Tensor, Tensor | None]:
-        """idx (B, T) token ids -> logits (B, T, vocab) and, given targets (B, T), the mean cross-entropy
-        over the targets that are not IGNORE_INDEX."""
-        logits = self._logits(idx, caches=None, start=0)
+    def forward(self, idx: Any, targets: Any = None, *, caches: list[KVCache] | None = None,
+                start: int = 0) -> tuple[Tensor, Tensor | None]:
+        """idx (B, T) token ids -> logits (B, T, vocab), and given targets (B, T) the mean cross-entropy
+        over the targets that are not IGNORE_INDEX (else None).
+
+        caches: one KVCache per block; the tokens of idx then sit at positions start, ..., start + T - 1
+        (the protocol, for generate and trace_attention, is in models/decoder.py).
+        """
+        idx = _token_array(idx, self.wte.weight.device)
+        B, T = idx.shape
+        if start + T > self.config.block_size:
+            raise ValueError(f"GPT: sequence of length {start + T} is longer than block_size={self.config.block_size}")
+        if caches is not None and (len(caches) != len(self.blocks) or any(len(c) != start for c in caches)):
+            raise ValueError(f"GPT: need one cache per block ({len(self.blocks)}), each holding the `start`={start} "
+                             f"positions before idx; got {len(caches)} holding {[len(c) for c in caches]}")
+        xp = backend.get_array_module(idx)
+        x = self.wte(idx) + self.wpe(xp.arange(start, start + T))  # (B, T, C)
+        x = self.drop(x)
+        for i, block in enumerate(self.blocks):
+            x = block(x, None if caches is None else caches[i])  # (B, T, C)
+        x = self.ln_f(x)
+        logits = F.linear(x, self.wte.weight)  # (B, T, vocab): the head shares the token embedding
         loss = None if targets is None else F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX)
         return logits, loss
 
     @no_grad()
     def trace_attention(self, idx: Any) -> list[dict[str, Tensor]]:
-        """Every layer's attention steps (q, k, v, scores, weights, out; see MultiHeadSelfAttention)."""
-        traces: list[dict[str, Tensor]] = [{} for _ in self.blocks]
-        self._logits(idx, None, 0, traces)
-        return traces
-
-    def _logits(self, idx: Any, caches: list[KVCache] | None, start: int,
-                traces: list[dict] | None = None) -> Tensor:
-        """Logits for tokens idx (B, T) that sit at positions start, ..., start + T - 1."""
-        idx = _token_array(idx, self.wte.weight.device)
-        B, T = idx.shape
-        if start + T > self.config.block_size:
-            raise ValueError(f"GPT: sequence of length {start + T} is longer than block_size={self.config.block_size}")
-        xp = backend.get_array_module(idx)
-        x = self.wte(idx) + self.wpe(xp.arange(start, start + T))  # (B, T, C)
-        x = self.drop(x)
-        for i, block in enumerate(self.blocks):
-            x = block(x, None if caches is None else caches[i], None if traces is None else traces[i])
-        x = self.ln_f(x)
-        return F.linear(x, self.wte.weight)  # (B, T, vocab): the head shares the token embedding
+        """Every layer's attention steps for idx (B, T): q, k, v, scores, weights, out (see models/decoder.py)."""
+        caches = [KVCache() for _ in self.blocks]
+        self(idx, caches=caches)
+        return [cache.trace for cache in caches]
 
     @no_grad()
     def generate(self, idx: Any, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
@@ -103,12 +107,12 @@ class GPT(nn.Module):
         caches = None
         for _ in range(max_new_tokens):
             if not use_cache or idx.shape[1] > self.config.block_size:
-                logits = self._logits(idx[:, -self.config.block_size:], None, 0)
+                logits, _ = self(idx[:, -self.config.block_size:])
             elif caches is None:  # the prompt, once, filling the caches
                 caches = [KVCache() for _ in self.blocks]
-                logits = self._logits(idx, caches, 0)
+                logits, _ = self(idx, caches=caches)
             else:  # only the newest token; earlier keys and values come from the caches
-                logits = self._logits(idx[:, -1:], caches, idx.shape[1] - 1)
+                logits, _ = self(idx[:, -1:], caches=caches, start=idx.shape[1] - 1)
             idx = np.concatenate([idx, _sample(logits[:, -1, :].numpy(), temperature, top_k)], axis=1)
         return idx
 

@@ -80,13 +80,34 @@ def test_attention_weights_are_causal_and_normalised(device):
     mg.manual_seed(0)
     attn = scramble(MultiHeadSelfAttention(8, 2).to(device).to(mg.float64))
     x = mg.tensor(np.random.default_rng(1).standard_normal((2, 4, 8)), device=device)
-    out, weights = attn(x, return_weights=True)
-    w = weights.numpy()
+    cache = KVCache()
+    with mg.no_grad():
+        out = attn(x, cache)
+    w = cache.trace["weights"].numpy()
     assert out.shape == (2, 4, 8) and w.shape == (2, 2, 4, 4)
     np.testing.assert_allclose(w.sum(axis=-1), 1.0, rtol=0, atol=1e-12)
     assert (np.triu(w, k=1) == 0).all(), "a query attends to a later position"
     assert (w[..., np.tril(np.ones((4, 4), dtype=bool))] > 0).all(), "a query gives no weight to an earlier position"
-    np.testing.assert_array_equal(attn(x).numpy(), out.numpy())  # return_weights changes nothing else
+    np.testing.assert_array_equal(attn(x).numpy(), out.numpy())  # tracing changes nothing else
+
+
+def test_trace_attention_records_every_layer_s_steps(device):
+    """The trace is the attention's own numbers: weights = softmax(masked q k^T / sqrt(hs)), out = weights @ v."""
+    model = tiny_gpt(device).eval()
+    idx = tokens((2, 5))
+    traces = model.trace_attention(idx)
+    assert len(traces) == TINY["n_layer"]
+    for trace in traces:
+        q, k, v, scores, weights, out = (trace[n].numpy() for n in ("q", "k", "v", "scores", "weights", "out"))
+        assert q.shape == k.shape == v.shape == (2, 2, 5, 4) and weights.shape == scores.shape == (2, 2, 5, 5)
+        raw = q @ k.transpose(0, 1, 3, 2) / np.sqrt(4)
+        future = np.triu(np.ones((5, 5), dtype=bool), k=1)
+        np.testing.assert_allclose(scores[..., ~future], raw[..., ~future], rtol=0, atol=1e-12)
+        assert np.isneginf(scores[..., future]).all()
+        expected = np.exp(np.where(future, -np.inf, raw - raw.max(axis=-1, keepdims=True)))
+        np.testing.assert_allclose(weights, expected / expected.sum(axis=-1, keepdims=True), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(out, (weights @ v).transpose(0, 2, 1, 3).reshape(2, 5, 8), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(model(idx)[0].numpy(), model(idx)[0].numpy())  # nothing kept between calls
 
 
 # ---- generation with and without the key/value cache ----
@@ -135,16 +156,28 @@ def test_attention_with_cache_matches_full_sequence(device):
 
 def test_generate_with_cache_runs_one_position_per_token(monkeypatch):
     model = tiny_gpt().eval()
-    lengths = []
-    run = model._logits
+    calls = []
+    run = model.forward
 
     def counting(idx, *args, **kwargs):
-        lengths.append(np.shape(idx)[1])  # positions the model runs on in this step
+        calls.append((np.shape(idx)[1], kwargs.get("start", 0)))  # positions the model runs on, and where
         return run(idx, *args, **kwargs)
 
-    monkeypatch.setattr(model, "_logits", counting)
+    monkeypatch.setattr(model, "forward", counting)
     model.generate(tokens((1, 2)), 4, temperature=0)  # ends at length 6 = block_size
-    assert lengths == [2, 1, 1, 1]
+    assert calls == [(2, 0), (1, 2), (1, 3), (1, 4)]
+
+
+def test_forward_refuses_caches_that_do_not_match():
+    model = tiny_gpt().eval()
+    with mg.no_grad():
+        caches = [KVCache() for _ in range(TINY["n_layer"])]
+        model(tokens((1, 3)), caches=caches)
+        with pytest.raises(ValueError, match="one cache per block"):
+            model(tokens((1, 1)), caches=caches[:1], start=3)
+        with pytest.raises(ValueError, match="holding the `start`=2 positions"):
+            model(tokens((1, 1)), caches=caches, start=2)  # would put the token at the wrong position
+        assert model(tokens((1, 1)), caches=caches, start=3)[1] is None
 
 
 # ---- configuration and input errors ----
