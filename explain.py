@@ -1,6 +1,7 @@
-"""Explain mode of train.py: the walkthrough's four steps of self-attention on a trained model's numbers.
+"""Explain mode: the walkthrough's four steps of self-attention on a trained model's numbers.
 
-    python train.py explain --prompt "我 吃 蘋果" [--layer L] [--head H] [--query I] [--png attention.png]
+    python explain.py --prompt "我 吃 蘋果" [--layer L] [--head H] [--query I] [--png attention.png]
+    python train.py explain ...          # the same
 
 For one layer, head and query position it prints step 1 the scores q.k / sqrt(d_k) against every
 position, step 2 which of them the causal mask removes, step 3 the softmax weights, and step 4 how
@@ -18,13 +19,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from models import GPT
+from checkpoint import CHECKPOINT, HELDOUT_SEED, UsageError, load_checkpoint, restore, run_cli
+from minigrad import nn
 from tasks import Task, split
-from train import CHECKPOINT, HELDOUT_SEED, UsageError, build, load_checkpoint
 
 
-def explain_main(argv: Sequence[str]) -> int:
-    p = argparse.ArgumentParser(prog="train.py explain", description="Print the walkthrough's attention steps "
+def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
+    p = argparse.ArgumentParser(prog=prog, description="Print the walkthrough's attention steps "
                                 "with the numbers of the model trained in --out.")
     p.add_argument("--out", default="out", help=f"folder holding {CHECKPOINT} (default ./out)")
     p.add_argument("--prompt", help="space-separated tokens (characters for the text task); "
@@ -35,10 +36,10 @@ def explain_main(argv: Sequence[str]) -> int:
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--png", metavar="FILE", help="also draw every head's attention weights (needs matplotlib)")
     args = p.parse_args(argv)
+    if args.png:
+        check_png(args.png)
 
-    ckpt = load_checkpoint(args.out)
-    task, model = build(ckpt["settings"], args.device)
-    model.load_state_dict(ckpt["model"])
+    task, model = restore(load_checkpoint(args.out), args.device)
     model.eval()
     if args.prompt is None:
         ids = task.split_prompt(split(task, seed=HELDOUT_SEED).heldout[0][0])[0]
@@ -51,11 +52,11 @@ def explain_main(argv: Sequence[str]) -> int:
         raise UsageError(f"--prompt has {len(ids)} tokens; this model takes 1 to {model.config.block_size}")
     explain_example(model, task, ids, args.layer, args.head, args.query)
     if args.png:
-        return draw_attention(model, task, ids, args.png)
+        draw_attention(model, task, ids, args.png)
     return 0
 
 
-def explain_example(model: GPT, task: Task, ids: Sequence[int], layer: int | None = None, head: int | None = None,
+def explain_example(model: nn.Module, task: Task, ids: Sequence[int], layer: int | None = None, head: int | None = None,
                     query: int | None = None, brief: bool = False) -> None:
     """Print the four steps for one layer, head and query position of the token sequence `ids`."""
     ids = [int(i) for i in ids]
@@ -93,7 +94,7 @@ def explain_example(model: GPT, task: Task, ids: Sequence[int], layer: int | Non
     print(f"  b{query} = {terms}")
 
 
-def farthest_look(model: GPT, ids: Sequence[int]) -> tuple[int, int, int]:
+def farthest_look(model: nn.Module, ids: Sequence[int]) -> tuple[int, int, int]:
     """(layer, head, query) whose attention reaches furthest back on average: where attention, not the
     previous token, is doing the work. Used for the short explanation at the end of training."""
     best, where = -1.0, (0, 0, 0)
@@ -113,16 +114,26 @@ def _pad(text: str, width: int) -> str:
     return text + " " * max(0, width - columns)
 
 
-def draw_attention(model: GPT, task: Task, ids: Sequence[int], path: str) -> int:
-    """A grid of heatmaps, one per layer and head, of the attention weights for `ids`."""
+def check_png(path: str) -> None:
+    """Before any work: --png needs matplotlib and a file name in a folder that exists."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib  # noqa: F401
     except ImportError:
-        print("train.py explain: --png needs matplotlib: pip install -e '.[plot]'", file=sys.stderr)
-        return 2
+        raise UsageError("--png needs matplotlib: pip install -e '.[plot]'") from None
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"--png {path}: the folder {folder} does not exist")
+    if os.path.isdir(path):
+        raise UsageError(f"--png {path} is a folder; give a file name such as {os.path.join(path, 'attention.png')}")
+
+
+def draw_attention(model: nn.Module, task: Task, ids: Sequence[int], path: str) -> None:
+    """A grid of heatmaps, one per layer and head, of the attention weights for `ids`, written atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     traces = model.trace_attention(np.array([list(ids)]))
     n_layer, n_head = len(traces), model.config.n_head
     labels = [task.vocab[i] if task.vocab[i].isascii() else str(j) for j, i in enumerate(ids)]
@@ -137,8 +148,18 @@ def draw_attention(model: GPT, task: Task, ids: Sequence[int], path: str) -> int
             ax.set_yticks(range(len(ids)), labels, fontsize=6)
     fig.suptitle("attention weights (row: query position, column: key position)", fontsize=9)
     fig.tight_layout()
-    tmp = f"{path}.tmp.png"
-    fig.savefig(tmp, dpi=120)
-    os.replace(tmp, path)
+    tmp = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        fig.savefig(tmp, format="png", dpi=120)
+        os.replace(tmp, path)  # atomic: the file is whole or not there
+    except OSError as err:
+        raise UsageError(f"cannot write --png {path}: {err}") from None
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
     print(f"wrote {path}" + ("" if all(t.isascii() for t in labels) else " (non-ASCII tokens labelled by position)"))
-    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(explain_main, sys.argv[1:], "explain.py"))

@@ -19,7 +19,7 @@ TASKS = {  # name: what it teaches (train.py's --help lists these)
     "reverse": "digits, then the same digits reversed: copy from a position that moves back each step",
     "add": "a+b=c with the sum written least significant digit first: align digits and carry",
     "sentences": "我 吃 蘋果 ， 蘋果 被 我 吃 了: repeat the object, subject and verb from several tokens back",
-    "text": "character-level language modelling on a UTF-8 text file you bring (data=path)",
+    "text": "character-level language modelling on a UTF-8 text file you bring (--data FILE)",
 }
 
 
@@ -201,8 +201,8 @@ def make_task(name: str, *, data: str | None = None, **options: Any) -> Task:
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; choose from {', '.join(TASKS)}")
     if (name == "text") != (data is not None):
-        raise ValueError("the text task needs data=path to a UTF-8 file" if name == "text"
-                         else f"task {name!r} generates its own data; data= is only for the text task")
+        raise ValueError("the text task needs a UTF-8 file: --data FILE in train.py, data=path here" if name == "text"
+                         else f"task {name!r} generates its own data; --data (data=) is only for the text task")
     build = {"sort": ListTask, "reverse": ListTask, "add": AddTask, "sentences": SentencesTask}
     try:
         return TextTask(data, **options) if name == "text" else build[name](name=name, **options)

@@ -1,50 +1,81 @@
 """Train the minigrad GPT on a toy next-token task, then show what its attention does.
 
-    python train.py                      # the default: the `sentences` task, about a minute on a laptop CPU
+    python train.py                      # the default: the `sentences` task, a few seconds on a CPU
     python train.py --task sort --steps 1500 --preset small
     python train.py --resume             # continue the run saved in --out (same total --steps)
     python train.py explain --prompt "我 吃 蘋果"   # the walkthrough's four steps on the trained model
 
-Everything the training loop needs is in this file; the tasks are in tasks.py, the model in models/.
+The heart of this file is train_step(): forward, loss, backward, clip, optimizer step. train() runs it
+in a loop with the learning-rate schedule, held-out evaluation, checkpoints and Ctrl-C. What explain.py
+needs too (settings, building the model, the checkpoint file, one-line errors) is in checkpoint.py;
+the tasks are in tasks.py, the model in models/.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
+import math
 import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
 import minigrad as mg
-from minigrad import backend, fast
-from minigrad.optim import AdamW, clip_grad_norm_, cosine_lr, decay_groups
-from models import GPT, IGNORE_INDEX, GPTConfig
-from tasks import TASKS, Task, make_task, split
+from checkpoint import (
+    ARCHITECTURES,
+    CHECKPOINT,
+    DEFAULTS,
+    DTYPES,
+    HELDOUT_SEED,
+    MODEL_KEYS,
+    PRESETS,
+    RunFailed,
+    UsageError,
+    build_model,
+    build_task,
+    check_device,
+    check_settings,
+    flag,
+    load_checkpoint,
+    model_config,
+    resume_training,
+    run_cli,
+    save_checkpoint,
+)
+from explain import explain_example, explain_main, farthest_look
+from minigrad import backend, fast, nn
+from minigrad.optim import AdamW, Optimizer, clip_grad_norm_, cosine_lr, decay_groups
+from models import IGNORE_INDEX
+from tasks import TASKS, Task, split
 
-PRESETS = {  # model sizes: n_embd, n_head, n_layer
-    "tiny": {"n_embd": 64, "n_head": 4, "n_layer": 2},
-    "small": {"n_embd": 128, "n_head": 4, "n_layer": 4},
-    "medium": {"n_embd": 256, "n_head": 8, "n_layer": 4},
-}
-DEFAULTS = {  # what `python train.py` runs; flags override, --resume restores the saved ones
-    "task": "sentences", "data": None, "preset": "tiny", "n_embd": None, "n_head": None, "n_layer": None,
-    "block_size": None, "dropout": 0.0, "steps": 300, "batch_size": 32, "lr": 3e-3, "warmup": 20,
-    "weight_decay": 0.1, "grad_clip": 1.0, "seed": 1337, "eval_interval": 100, "checkpoint_interval": 100,
-    "dtype": "float32",
-}
-MODEL_KEYS = ("task", "data", "preset", "n_embd", "n_head", "n_layer", "block_size", "dtype")  # fixed on resume
-CHECKPOINT = "ckpt.npz"
-HELDOUT_SEED = 0  # the held-out examples do not change with --seed, so runs compare on the same ones
+LOCK = "train.lock"  # in --out, while a run writes there
 
 
-class UsageError(Exception):
-    """A bad argument or setup: reported in one line, exit status 2."""
+# ---- the training step ----
+
+def train_step(model: nn.Module, opt: Optimizer, x: np.ndarray, y: np.ndarray, grad_clip: float,
+               reduce_grads: Callable[[list[nn.Parameter]], None] | None = None) -> float:
+    """One optimizer step on a batch: forward, loss, backward, clip, update. Returns the loss.
+
+    reduce_grads, for data-parallel training: a function that averages the parameters' gradients across
+    processes in place (an all-reduce). It runs between backward and the clip, so that every process
+    clips and updates with the same gradients and the replicas stay identical.
+    """
+    _, loss = model(x, y)  # forward: logits and the mean cross-entropy over the scored targets
+    opt.zero_grad()
+    loss.backward()  # every parameter's .grad
+    if reduce_grads is not None:
+        reduce_grads(model.parameters())
+    clip_grad_norm_(model.parameters(), grad_clip)
+    opt.step()
+    return loss.item()
 
 
 # ---- setting up a run ----
@@ -58,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--task", choices=list(TASKS), help=f"what to learn (default {DEFAULTS['task']})")
     g.add_argument("--data", metavar="FILE", help="UTF-8 text file for --task text")
     g = p.add_argument_group("model")
+    g.add_argument("--arch", choices=list(ARCHITECTURES), help=f"architecture (default {DEFAULTS['arch']})")
     g.add_argument("--preset", choices=list(PRESETS), help="model size (default tiny: " + ", ".join(
         f"{k} {v['n_embd']}/{v['n_head']}/{v['n_layer']}" for k, v in PRESETS.items()) + " width/heads/layers)")
     g.add_argument("--n-embd", type=int, help="width (d_model); overrides the preset")
@@ -71,9 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--lr", type=float, help=f"peak learning rate (default {DEFAULTS['lr']}); cosine decay to lr/10")
     g.add_argument("--warmup", type=int, help="linear warmup steps")
     g.add_argument("--weight-decay", type=float)
+    g.add_argument("--grad-clip", type=float, help=f"largest gradient norm (default {DEFAULTS['grad_clip']})")
     g.add_argument("--seed", type=int, help="seeds the weights, the data and dropout")
     g.add_argument("--device", choices=list(backend.DEVICES), default="cpu")
-    g.add_argument("--dtype", choices=["float32", "float64"])
+    g.add_argument("--dtype", choices=DTYPES)
     g.add_argument("--eval-interval", type=int, help="steps between held-out evaluations")
     g = p.add_argument_group("output")
     g.add_argument("--out", default="out", help="folder for the checkpoint (default ./out)")
@@ -85,45 +118,79 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def resolve_settings(args: argparse.Namespace, saved: dict[str, Any] | None) -> dict[str, Any]:
-    """DEFAULTS, then the checkpoint's settings when resuming, then the flags given."""
+    """DEFAULTS, then the checkpoint's settings when resuming, then the flags given; checked."""
     settings = dict(DEFAULTS if saved is None else saved)
     for key in DEFAULTS:
         value = getattr(args, key, None)
         if value is None:
             continue
         if saved is not None and key in MODEL_KEYS and value != saved[key]:
-            raise UsageError(f"--{key.replace('_', '-')} {value} differs from the checkpoint's {saved[key]}; "
+            raise UsageError(f"{flag(key)} {value} differs from the checkpoint's {saved[key]}; "
                              "drop the flag to resume, or start a new run with another --out")
         settings[key] = value
-    for key in ("steps", "batch_size", "eval_interval", "checkpoint_interval"):
-        if settings[key] <= 0:
-            raise UsageError(f"--{key.replace('_', '-')} must be positive, got {settings[key]}")
-    if settings["lr"] <= 0:
-        raise UsageError(f"--lr must be positive, got {settings['lr']}")
+    check_settings(settings)
     return settings
 
 
-def build(settings: dict[str, Any], device: str) -> tuple[Task, GPT]:
-    """The task and a freshly initialised model (seeded) on `device`."""
+@contextmanager
+def writing_into(out: str) -> Iterator[None]:
+    """Create the folder --out and hold it: only one train.py writes into a folder at a time, so that two
+    runs never interleave checkpoints.
+
+    The lock is flock() on --out/train.lock, which holds the pid of the run. The kernel releases it when
+    the process ends, however it ends, so the file that a killed run leaves behind never blocks.
+    """
     try:
-        backend.check_device(device)
-        task = make_task(settings["task"], data=settings["data"])
-    except (ValueError, FileNotFoundError, RuntimeError) as err:
-        raise UsageError(str(err)) from None
-    needed = task.seq_len - 1  # the model reads all tokens but the last
-    block_size = needed if settings["block_size"] is None else settings["block_size"]
-    if block_size < needed:
-        raise UsageError(f"--block-size {block_size} is too small for task {task.name!r}, "
-                         f"whose sequences need {needed}")
-    preset = PRESETS[settings["preset"]]
-    sizes = {k: preset[k] if settings[k] is None else settings[k] for k in ("n_embd", "n_head", "n_layer")}
+        os.makedirs(out, exist_ok=True)
+        fd = os.open(os.path.join(out, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise UsageError(f"--out {out} cannot be created or written: {err.strerror}") from None
     try:
-        config = GPTConfig(vocab_size=len(task.vocab), block_size=block_size, dropout=settings["dropout"], **sizes)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    mg.manual_seed(settings["seed"])
-    model = GPT(config).to(settings["dtype"]).to(device)
-    return task, model
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise UsageError(f"--out {out} is in use by another train.py (pid {pid}); wait for it to end, "
+                             "or choose another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def check_memory(config: Any, settings: dict[str, Any], seq_len: int, device: str) -> None:
+    """Refuse a model or batch that cannot fit, before allocating anything, and say what it would need.
+
+    Training keeps every parameter four times (weights, gradients, AdamW's m and v) and, for the backward
+    pass, about 20 (B, T, C) and 3 (B, nh, T, T) arrays per layer and 3 (B, T, vocab) for the loss: within
+    about 10% of the peaks benchmarks/bench.py measures for its small, medium and seed-scale models. The
+    parameter count is the GPT's; other decoders come close.
+    """
+    C, L, nh, V = config.n_embd, config.n_layer, config.n_head, config.vocab_size
+    B, T = settings["batch_size"], seq_len
+    params = (V + config.block_size) * C + L * (12 * C * C + 13 * C) + 2 * C
+    activations = B * T * (L * (20 * C + 3 * nh * T) + 3 * V)
+    need = np.dtype(settings["dtype"]).itemsize * (4 * params + activations)
+    free = available_memory(device)
+    if need > free:
+        raise UsageError(f"this run needs about {need / 2**30:,.1f} GiB ({params:,} parameters, kept 4 times, and "
+                         f"the activations of {B} x {T} tokens), more than the {free / 2**30:,.1f} GiB available on "
+                         f"{device}: choose a smaller --preset, --n-embd, --n-layer, --block-size or --batch-size")
+
+
+def available_memory(device: str) -> int:
+    """Bytes this run may use: the GPU's free memory, or Linux's MemAvailable (elsewhere, all of the RAM)."""
+    if device == "cuda":
+        return backend.module_for("cuda").cuda.runtime.memGetInfo()[0]
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def batch_arrays(tokens: np.ndarray, scored: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -134,7 +201,7 @@ def batch_arrays(tokens: np.ndarray, scored: np.ndarray) -> tuple[np.ndarray, np
 # ---- evaluation ----
 
 @mg.no_grad()
-def evaluate(model: GPT, tokens: np.ndarray, scored: np.ndarray, batch_size: int = 256) -> tuple[float, float]:
+def evaluate(model: nn.Module, tokens: np.ndarray, scored: np.ndarray, batch_size: int = 256) -> tuple[float, float]:
     """Mean loss and accuracy over the scored targets of the held-out examples."""
     model.eval()
     loss_sum, correct, counted = 0.0, 0, 0
@@ -149,7 +216,7 @@ def evaluate(model: GPT, tokens: np.ndarray, scored: np.ndarray, batch_size: int
     return loss_sum / counted, correct / counted
 
 
-def show_samples(model: GPT, task: Task, tokens: np.ndarray, n: int) -> None:
+def show_samples(model: nn.Module, task: Task, tokens: np.ndarray, n: int) -> None:
     model.eval()
     for row in tokens[:n]:
         prompt, answer = task.split_prompt(row)
@@ -157,26 +224,6 @@ def show_samples(model: GPT, task: Task, tokens: np.ndarray, n: int) -> None:
         mark = "ok" if list(completion) == answer else f"expected {task.decode(answer)!r}"
         print(f"  {task.decode(prompt)!r} -> {task.decode(completion)!r}  {mark}")
     model.train()
-
-
-# ---- checkpoints ----
-
-def save_checkpoint(path: str, model: GPT, opt: AdamW, step: int, settings: dict[str, Any],
-                    data_rng: np.random.Generator) -> None:
-    """Everything needed to continue exactly: weights, optimizer, step, settings and RNG states."""
-    mg.save(path, {"model": model.state_dict(), "optim": opt.state_dict(), "step": step, "settings": settings,
-                   "rng": {"data": data_rng.bit_generator.state,
-                           "cpu": backend.generator("cpu").bit_generator.state}})
-
-
-def load_checkpoint(out: str) -> dict[str, Any]:
-    path = os.path.join(out, CHECKPOINT)
-    if not os.path.exists(path):
-        raise UsageError(f"no checkpoint at {path}; train one first: python train.py --out {out}")
-    try:
-        return mg.load(path)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
 
 
 # ---- training ----
@@ -198,77 +245,92 @@ class StopRequest:
             signal.signal(s, handler)
 
 
+def all_finite(model: nn.Module) -> bool:
+    return all(bool(backend.get_array_module(p.data).isfinite(p.data).all()) for p in model.parameters())
+
+
 def train(args: argparse.Namespace) -> int:
+    """python train.py: check every argument before any work, build (or resume) the run, train, report."""
+    if args.samples < 0:
+        raise UsageError(f"--samples must be 0 or more, got {args.samples}")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise UsageError(f"--out {args.out} is a file, not a folder")
+    check_device(args.device)
     ckpt = load_checkpoint(args.out) if args.resume else None
     settings = resolve_settings(args, ckpt["settings"] if ckpt else None)
-    task, model = build(settings, args.device)
-    data = split(task, seed=HELDOUT_SEED)
-    opt = AdamW(decay_groups(model.named_parameters(), settings["weight_decay"]), lr=settings["lr"],
-                betas=(0.9, 0.95), fused=True)
-    data_rng = np.random.default_rng(settings["seed"])
-    step = 0
-    path = os.path.join(args.out, CHECKPOINT)
-    if ckpt:
-        model.load_state_dict(ckpt["model"])
-        opt.load_state_dict(ckpt["optim"])
-        step = int(ckpt["step"])
-        data_rng.bit_generator.state = ckpt["rng"]["data"]
-        backend.generator("cpu").bit_generator.state = ckpt["rng"]["cpu"]
-        print(f"resumed from {path} at step {step}" + (f"; --steps {settings['steps']} is already reached"
-                                                        if step >= settings["steps"] else ""))
-    else:
-        os.makedirs(args.out, exist_ok=True)
-        if os.path.exists(path):
+    task = build_task(settings)
+    config = model_config(settings, task)
+    check_memory(config, settings, task.seq_len - 1, args.device)
+
+    with writing_into(args.out):
+        model = build_model(settings, config, args.device)
+        opt = AdamW(decay_groups(model.named_parameters(), settings["weight_decay"]), lr=settings["lr"],
+                    betas=(0.9, 0.95), fused=True)
+        data_rng = np.random.default_rng(settings["seed"])
+        step, path = 0, os.path.join(args.out, CHECKPOINT)
+        if ckpt:
+            step = resume_training(ckpt, task, model, opt, data_rng)
+            print(f"resumed from {path} at step {step}" + (
+                f"; --steps {settings['steps']} is already reached" if step >= settings["steps"] else ""))
+        elif os.path.exists(path):
             os.replace(path, path.replace(".npz", "-previous.npz"))
             print(f"note: the earlier {path} was kept as {CHECKPOINT.replace('.npz', '-previous.npz')}")
+        return run_training(args, settings, task, model, opt, data_rng, step)
 
-    steps = settings["steps"]
+
+def run_training(args: argparse.Namespace, settings: dict[str, Any], task: Task, model: nn.Module, opt: Optimizer,
+                 data_rng: np.random.Generator, step: int) -> int:
+    """The loop around train_step, from `step` to settings["steps"], then the held-out report."""
+    data = split(task, seed=HELDOUT_SEED)
+    steps, path = settings["steps"], os.path.join(args.out, CHECKPOINT)
+    saved_step = step if args.resume else None  # the last good checkpoint on disk
     print(f"task {task.name}: {TASKS[task.name]}")
     print(f"model: {model.num_parameters():,} parameters, width {model.config.n_embd}, {model.config.n_head} heads, "
           f"{model.config.n_layer} layers; {steps} steps of {settings['batch_size']} sequences on {args.device}")
     stop = StopRequest()
     loss_value, train_time, trained_tokens = float("nan"), 0.0, 0
     bar = tqdm(total=steps, initial=step, disable=None, unit="step", dynamic_ncols=True)
-    try:
-        while step < steps:
-            start = time.perf_counter()
-            lr = cosine_lr(step, settings["lr"], steps, settings["warmup"], settings["lr"] / 10)
-            for group in opt.param_groups:
-                group["lr"] = lr
-            x, y = batch_arrays(*data.train_batch(data_rng, settings["batch_size"]))
-            _, loss = model(x, y)
-            opt.zero_grad()
-            loss.backward()
-            clip_grad_norm_(model.parameters(), settings["grad_clip"])
-            opt.step()
-            step += 1
-            loss_value = loss.item()
-            train_time += time.perf_counter() - start
-            trained_tokens += x.size
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss_value:.4f}", tok_s=f"{trained_tokens / train_time:,.0f}")
-            if step % settings["eval_interval"] == 0 or step == steps:
-                val_loss, val_acc = evaluate(model, *data.heldout)
-                bar.write(f"step {step:5d}  train loss {loss_value:.4f}  val loss {val_loss:.4f}  "
-                          f"val acc {val_acc:.2%}")
-            if step % settings["checkpoint_interval"] == 0 or step == steps or stop.requested:
-                save_checkpoint(path, model, opt, step, settings, data_rng)
-            if stop.requested:
-                bar.close()
-                print(f"stopped at step {step}; checkpoint saved to {path}. Continue with: "
-                      f"python train.py --resume --out {args.out}")
-                return 130
-    finally:
-        bar.close()
-        stop.restore()
+    # a diverging run overflows inside NumPy; the loop notices the non-finite loss itself and says so in one line
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        try:
+            while step < steps:
+                start = time.perf_counter()
+                lr = cosine_lr(step, settings["lr"], steps, settings["warmup"], settings["lr"] / 10)
+                for group in opt.param_groups:
+                    group["lr"] = lr
+                x, y = batch_arrays(*data.train_batch(data_rng, settings["batch_size"]))
+                loss_value = train_step(model, opt, x, y, settings["grad_clip"])
+                step += 1
+                train_time += time.perf_counter() - start
+                trained_tokens += x.size
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss_value:.4f}", tok_s=f"{trained_tokens / train_time:,.0f}")
+                if not math.isfinite(loss_value):
+                    raise diverged(f"the training loss is {loss_value} at step {step}", settings, path, saved_step)
+                if step % settings["eval_interval"] == 0 or step == steps:
+                    val_loss, val_acc = evaluate(model, *data.heldout)
+                    bar.write(f"step {step:5d}  train loss {loss_value:.4f}  val loss {val_loss:.4f}  "
+                              f"val acc {val_acc:.2%}")
+                if step % settings["checkpoint_interval"] == 0 or step == steps or stop.requested:
+                    if not all_finite(model):  # a finite loss, but the update that followed overflowed
+                        raise diverged(f"the weights are no longer finite after step {step}", settings, path,
+                                       saved_step)
+                    save_checkpoint(path, model, opt, step, settings, task.vocab, data_rng)
+                    saved_step = step
+                if stop.requested:
+                    bar.close()
+                    print(f"stopped at step {step}; checkpoint saved to {path}. Continue with: "
+                          f"python train.py --resume --out {args.out}")
+                    return 130
+        finally:
+            bar.close()
+            stop.restore()
 
     val_loss, val_acc = evaluate(model, *data.heldout)
     if args.samples:
         print("held-out completions (greedy):")
         show_samples(model, task, data.heldout[0], args.samples)
     if not args.no_explain:
-        from explain import explain_example, farthest_look
-
         ids = data.heldout[0][0][:-1]  # a held-out example, as the model reads it
         explain_example(model, task, ids, *farthest_look(model, ids), brief=True)
     tokens_per_s = trained_tokens / train_time if train_time else float("nan")
@@ -277,23 +339,19 @@ def train(args: argparse.Namespace) -> int:
     return 0
 
 
+def diverged(what: str, settings: dict[str, Any], path: str, saved_step: int | None) -> RunFailed:
+    kept = (f"the last good checkpoint, step {saved_step}, is kept in {path}" if saved_step is not None
+            else "no checkpoint was written")
+    return RunFailed(f"{what}: training diverged (is --lr {settings['lr']:g} too high?); stopped, and {kept}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if argv[:1] == ["explain"]:
-            from explain import explain_main
-
-            return explain_main(argv[1:])
-        return train(build_parser().parse_args(argv))
-    except UsageError as err:
-        print(f"train.py: error: {err}", file=sys.stderr)
-        return 2
+    if argv[:1] == ["explain"]:
+        return run_cli(lambda a: explain_main(a, prog="train.py explain"), argv[1:], "train.py explain")
+    return run_cli(lambda a: train(build_parser().parse_args(a)), argv, "train.py")
 
 
 if __name__ == "__main__":
-    # run the importable module `train`, not this __main__ copy: explain.py imports `train`, and both
-    # must raise and catch the same UsageError class
-    import train
-
     fast.keep_large_blocks_in_heap()  # a whole run: big freed blocks are reused (README, Performance)
-    sys.exit(train.main())
+    sys.exit(main())

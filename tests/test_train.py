@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import train
+from checkpoint import CHECKPOINT, load_checkpoint, restore
 from explain import explain_example
 from tasks import make_task
 
@@ -43,7 +44,7 @@ def test_training_lowers_the_loss(tmp_path, capsys):
     assert result["train_loss"] < 0.75 * uniform and result["val_loss"] < 0.75 * uniform
     assert result["train_loss"] < at_20 - 0.5
     assert result["tokens_per_s"] > 0
-    assert (tmp_path / train.CHECKPOINT).exists()
+    assert (tmp_path / CHECKPOINT).exists()
 
 
 def test_default_run_prints_samples_and_explanation(tmp_path, capsys):
@@ -58,7 +59,8 @@ def test_default_run_prints_samples_and_explanation(tmp_path, capsys):
     (["--n-head", "0"], "n_head must be a positive integer"),
     (["--dropout", "1.5"], "dropout must be in [0, 1)"),
     (["--task", "text", "--data", "/no/such/file.txt"], "not found"),
-    (["--task", "text"], "needs data"),
+    (["--task", "text"], "needs a UTF-8 file: --data FILE"),
+    (["--data", "README.md"], "--data (data=) is only for the text task"),
     (["--block-size", "3"], "too small"),
     (["--device", "cuda"], "cuda"),
     (["--steps", "0"], "must be positive"),
@@ -122,21 +124,31 @@ def test_resume_refuses_a_different_model(tmp_path, capsys):
     assert code == 2 and "differs from the checkpoint" in err
 
 
-def test_killed_run_leaves_the_last_checkpoint_readable(tmp_path):
-    """SIGKILL cannot be caught: what protects the checkpoint is the atomic write."""
+def test_killed_run_leaves_the_last_checkpoint_readable_and_its_folder_free(tmp_path):
+    """SIGKILL cannot be caught: what protects the checkpoint is the atomic write. While the run lives, a
+    second run into its --out is refused; once it is dead, the lock file it left behind blocks nobody."""
     cmd = [sys.executable, "train.py", "--task", "sort", "--steps", "100000", "--checkpoint-interval", "1",
            "--out", str(tmp_path), *SMALL]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 60
-        while not (tmp_path / train.CHECKPOINT).exists() and time.time() < deadline:
+        while not (tmp_path / CHECKPOINT).exists() and time.time() < deadline:
             time.sleep(0.05)
-        time.sleep(0.3)  # let it write a few more checkpoints, then kill it wherever it is
-        proc.kill()
+        second = subprocess.run([sys.executable, "train.py", "--steps", "5", "--out", str(tmp_path), *SMALL],
+                                cwd=ROOT, capture_output=True, text=True, timeout=60)
+        proc.kill()  # wherever it is, a few checkpoints later
     finally:
+        proc.kill()
         proc.wait()
-    ckpt = train.load_checkpoint(str(tmp_path))
+    assert second.returncode == 2 and "Traceback" not in second.stderr
+    assert second.stderr.strip() == (f"train.py: error: --out {tmp_path} is in use by another train.py "
+                                     f"(pid {proc.pid}); wait for it to end, or choose another --out")
+    ckpt = load_checkpoint(str(tmp_path))
     assert ckpt["step"] >= 1 and "model" in ckpt
+    assert (tmp_path / train.LOCK).read_text().strip() == str(proc.pid)  # left behind, but no longer locked
+    third = subprocess.run([sys.executable, "train.py", "--resume", "--steps", "1", "--out", str(tmp_path)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert third.returncode == 0 and "already reached" in third.stdout, third.stderr
 
 
 def test_ctrl_c_in_a_real_process_saves_and_exits_130(tmp_path):
@@ -144,13 +156,13 @@ def test_ctrl_c_in_a_real_process_saves_and_exits_130(tmp_path):
            "--out", str(tmp_path), *SMALL]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
-    while not (tmp_path / train.CHECKPOINT).exists() and time.time() < deadline:
+    while not (tmp_path / CHECKPOINT).exists() and time.time() < deadline:
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     step = int(re.search(r"stopped at step (\d+)", out).group(1))
-    assert train.load_checkpoint(str(tmp_path))["step"] == step
+    assert load_checkpoint(str(tmp_path))["step"] == step
 
 
 def test_explain_weights_sum_to_one_and_are_zero_when_masked(tmp_path, capsys):
@@ -170,9 +182,7 @@ def test_explain_weights_sum_to_one_and_are_zero_when_masked(tmp_path, capsys):
 def test_explain_uses_the_model_s_own_weights(tmp_path, capsys):
     """The printed step 3 is softmax(step 1) over the kept positions: the two computations agree."""
     assert run_main(capsys, "--steps", "20", "--out", str(tmp_path), *SMALL)[0] == 0
-    ckpt = train.load_checkpoint(str(tmp_path))
-    task, model = train.build(ckpt["settings"], "cpu")
-    model.load_state_dict(ckpt["model"])
+    task, model = restore(load_checkpoint(str(tmp_path)), "cpu")
     ids = make_task("sentences").encode("我 吃 蘋果 ， 蘋果")
     explain_example(model, task, ids, layer=0, head=0, query=3)
     out = capsys.readouterr().out

@@ -1,0 +1,224 @@
+"""The command line never ends in a traceback: every value that cannot work is refused in one line with
+exit status 2 before any work starts; a diverging run stops with the last good checkpoint kept; explain.py
+runs on its own. (Two runs into one folder: tests/test_train.py, with the killed run.) Real processes where
+the point is what a user sees (stderr, exit status, pipes), train.main in-process where that is enough.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import checkpoint
+import minigrad as mg
+import train
+from checkpoint import CHECKPOINT, load_checkpoint
+from tasks import make_task
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["--n-embd", "16", "--n-head", "2", "--n-layer", "1", "--batch-size", "16", "--samples", "0",
+         "--no-explain", "--eval-interval", "20"]
+
+
+def run_main(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    code = train.main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def run_script(*argv: str, script: str = "train.py") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, script, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+# ---- arguments that cannot work: one line, exit status 2, nothing written ----
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seed", "-1"], "--seed must be 0 or more, got -1"),
+    (["--lr", "nan"], "--lr must be a finite number above 0, got nan"),
+    (["--lr", "inf"], "--lr must be a finite number above 0, got inf"),
+    (["--lr", "-1"], "--lr must be a finite number above 0"),
+    (["--weight-decay", "nan"], "--weight-decay must be a finite number, 0 or more, got nan"),
+    (["--weight-decay", "-0.1"], "--weight-decay must be a finite number, 0 or more"),
+    (["--grad-clip", "0"], "--grad-clip must be a finite number above 0"),
+    (["--warmup", "-5"], "--warmup must be 0 or more"),
+    (["--samples", "-1"], "--samples must be 0 or more, got -1"),
+    (["--n-embd", "16777216", "--n-head", "1"], "GiB available"),  # 3e15 parameters
+    (["--block-size", str(10**15)], "GiB available"),  # a position table of 6e16 numbers
+    (["--batch-size", str(10**10)], "GiB available"),  # activations
+])
+def test_bad_values_exit_2_before_any_work(tmp_path, capsys, argv, message):
+    out = tmp_path / "run"
+    code, stdout, err = run_main(capsys, *argv, "--out", str(out))
+    assert code == 2 and message in one_line(err)
+    assert stdout == "" and not out.exists(), "a refused run must not create --out"
+
+
+def test_memory_refusal_states_the_estimate(tmp_path, capsys):
+    code, _, err = run_main(capsys, "--n-embd", "16777216", "--n-head", "1", "--out", str(tmp_path / "run"))
+    C, vocab, block = 2**24, len(make_task("sentences").vocab), 8  # the default task and preset (2 layers)
+    params = (vocab + block) * C + 2 * (12 * C * C + 13 * C) + 2 * C
+    assert code == 2 and f"{params:,} parameters" in err
+
+
+def test_out_that_is_a_file_or_cannot_be_created(tmp_path, capsys):
+    a_file = tmp_path / "file"
+    a_file.write_text("not a folder")
+    code, _, err = run_main(capsys, "--steps", "1", "--out", str(a_file), *SMALL)
+    assert code == 2 and "is a file, not a folder" in one_line(err)
+    code, _, err = run_main(capsys, "--steps", "1", "--out", str(a_file / "run"), *SMALL)
+    assert code == 2 and "cannot be created" in one_line(err)
+    assert a_file.read_text() == "not a folder"
+
+
+def test_resume_of_a_file_that_is_not_a_checkpoint(tmp_path, capsys):
+    (tmp_path / CHECKPOINT).write_bytes(b"not a zip file at all")
+    code, _, err = run_main(capsys, "--resume", "--out", str(tmp_path))
+    assert code == 2 and "not a readable minigrad checkpoint" in one_line(err)
+
+    mg.save(tmp_path / CHECKPOINT, {"weights": np.zeros(3)})  # a valid file, but not train.py's
+    code, _, err = run_main(capsys, "--resume", "--out", str(tmp_path))
+    assert code == 2 and "is not a checkpoint of this train.py: model, optim, step, settings" in one_line(err)
+    code, _, err = run_main(capsys, "explain", "--out", str(tmp_path))
+    assert code == 2 and "is not a checkpoint of this train.py" in one_line(err)
+
+
+def test_resume_of_a_checkpoint_with_settings_that_cannot_work(tmp_path, capsys):
+    assert run_main(capsys, "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
+    ckpt = load_checkpoint(str(tmp_path))
+    ckpt["settings"]["lr"] = float("nan")
+    mg.save(tmp_path / CHECKPOINT, ckpt)
+    code, _, err = run_main(capsys, "--resume", "--out", str(tmp_path))
+    assert code == 2 and "is not a usable checkpoint: --lr must be a finite number" in one_line(err)
+    ckpt["settings"]["lr"], ckpt["settings"]["preset"] = 1e-3, "huge"
+    mg.save(tmp_path / CHECKPOINT, ckpt)
+    code, _, err = run_main(capsys, "explain", "--out", str(tmp_path))
+    assert code == 2 and "--preset 'huge' is not one of tiny, small, medium" in one_line(err)
+
+
+def test_help_names_the_data_flag():
+    text = train.build_parser().format_help()
+    assert "(--data FILE)" in text and "data=path" not in text
+
+
+# ---- a diverging run ----
+
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+    result = run_script("--lr", "1e6", "--steps", "50", "--checkpoint-interval", "1", "--out", str(tmp_path), *SMALL)
+    line = one_line(result.stderr)  # no NumPy overflow warnings either
+    assert result.returncode == 1 and "final:" not in result.stdout
+    failed = int(re.search(r"at step (\d+)", line).group(1))
+    kept = int(re.search(r"the last good checkpoint, step (\d+), is kept", line).group(1))
+    assert "training diverged" in line and kept == failed - 1
+    ckpt = load_checkpoint(str(tmp_path))
+    assert ckpt["step"] == kept
+    assert all(np.isfinite(w).all() for w in ckpt["model"].values())
+
+
+def test_diverging_resume_leaves_the_checkpoint_untouched(tmp_path, capsys):
+    assert run_main(capsys, "--steps", "3", "--out", str(tmp_path), *SMALL)[0] == 0
+    before = (tmp_path / CHECKPOINT).read_bytes()
+    code, out, err = run_main(capsys, "--resume", "--lr", "1e6", "--steps", "40", "--out", str(tmp_path))
+    assert code == 1 and "final:" not in out
+    assert "diverged" in one_line(err) and "the last good checkpoint, step 3, is kept" in err
+    assert (tmp_path / CHECKPOINT).read_bytes() == before
+
+
+def test_a_checkpoint_that_cannot_be_written_ends_in_one_line(tmp_path, capsys, monkeypatch):
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(checkpoint.mg, "save", disk_full)
+    code, _, err = run_main(capsys, "--steps", "2", "--out", str(tmp_path), *SMALL)
+    assert code == 1 and "cannot write the checkpoint" in one_line(err) and "No space left" in err
+
+
+@pytest.mark.parametrize("error, code, message", [
+    (KeyboardInterrupt, 130, "train.py: interrupted"),  # a second Ctrl-C: stop at once
+    (MemoryError("Unable to allocate 9 GiB"), 1, "out of memory (Unable to allocate 9 GiB)"),
+])
+def test_interrupts_and_memory_errors_end_in_one_line(tmp_path, capsys, monkeypatch, error, code, message):
+    def fail(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(train, "train_step", fail)
+    result, _, err = run_main(capsys, "--steps", "2", "--out", str(tmp_path), *SMALL)
+    assert result == code and message in one_line(err)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# ---- the text task's vocabulary ----
+
+def test_resume_after_the_data_file_changed_is_refused(tmp_path, capsys):
+    data = tmp_path / "data.txt"
+    data.write_text("the cat sat on the mat. " * 20, encoding="utf-8")
+    out = str(tmp_path / "run")
+    assert run_main(capsys, "--task", "text", "--data", str(data), "--steps", "2", "--out", out, *SMALL)[0] == 0
+    data.write_text("the bat sat on the mat. " * 20, encoding="utf-8")  # as many distinct characters: ids move
+    before = (tmp_path / "run" / CHECKPOINT).read_bytes()
+    code, _, err = run_main(capsys, "--resume", "--steps", "4", "--out", out)
+    assert code == 2 and "is not the one the checkpoint was trained on" in one_line(err)
+    assert "(11 tokens then, 11 now; new 'b', gone 'c')" in err
+    code, _, err = run_main(capsys, "explain", "--out", out)
+    assert code == 2 and "vocabulary of --data" in one_line(err)
+    assert (tmp_path / "run" / CHECKPOINT).read_bytes() == before
+
+
+# ---- explain ----
+
+def test_explain_png_into_a_missing_folder_or_a_folder(tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="the heatmap needs matplotlib (pip install -e '.[plot]')")
+    assert run_main(capsys, "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
+    files = sorted(os.listdir(tmp_path))
+    code, out, err = run_main(capsys, "explain", "--out", str(tmp_path), "--png", str(tmp_path / "no" / "a.png"))
+    assert code == 2 and "does not exist" in one_line(err) and out == ""  # refused before printing anything
+    code, out, err = run_main(capsys, "explain", "--out", str(tmp_path), "--png", str(tmp_path))
+    assert code == 2 and "is a folder" in one_line(err) and out == ""
+    assert sorted(os.listdir(tmp_path)) == files
+
+
+def test_explain_png_that_fails_to_write_leaves_no_file(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib", reason="the heatmap needs matplotlib (pip install -e '.[plot]')")
+    from matplotlib.figure import Figure
+
+    assert run_main(capsys, "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
+    files = sorted(os.listdir(tmp_path))
+
+    def half_written(self, fname, **kwargs):
+        Path(fname).write_bytes(b"\x89PNG half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", half_written)
+    code, _, err = run_main(capsys, "explain", "--out", str(tmp_path), "--png", str(tmp_path / "a.png"))
+    assert code == 2 and "cannot write --png" in one_line(err)
+    assert sorted(os.listdir(tmp_path)) == files  # neither a.png nor its temporary file
+
+
+def test_explain_py_runs_on_its_own(tmp_path, capsys):
+    assert run_main(capsys, "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
+    result = run_script("--out", str(tmp_path), "--prompt", "我 吃 蘋果", "--layer", "0", script="explain.py")
+    assert result.returncode == 0 and "Attention in layer 0" in result.stdout, result.stderr
+    result = run_script("--out", str(tmp_path), "--layer", "9", script="explain.py")
+    assert result.returncode == 2 and one_line(result.stderr).startswith("explain.py: error: --layer 9")
+
+
+def test_a_reader_that_goes_away_is_not_a_traceback(tmp_path, capsys):
+    assert run_main(capsys, "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
+    proc = subprocess.Popen([sys.executable, "explain.py", "--out", str(tmp_path)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # as `| head` does, before the first line is written
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    assert proc.returncode == 1 and err == ""
