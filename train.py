@@ -64,9 +64,10 @@ def train_step(model: nn.Module, opt: Optimizer, x: np.ndarray, y: np.ndarray, g
                reduce_grads: Callable[[list[nn.Parameter]], None] | None = None) -> float:
     """One optimizer step on a batch: forward, loss, backward, clip, update. Returns the loss.
 
-    reduce_grads, for data-parallel training: a function that averages the parameters' gradients across
-    processes in place (an all-reduce). It runs between backward and the clip, so that every process
-    clips and updates with the same gradients and the replicas stay identical.
+    reduce_grads, for data-parallel training: a function given model.parameters() that combines their
+    .grad across processes in place (an all-reduce, such as minigrad.distributed's), so that each holds
+    the gradient of the whole batch. It runs between backward and the clip, so that every process clips
+    and updates with the same gradients and the replicas stay identical.
     """
     _, loss = model(x, y)  # forward: logits and the mean cross-entropy over the scored targets
     opt.zero_grad()
