@@ -20,7 +20,6 @@ from typing import Any
 
 from minigrad import backend
 from minigrad.elementwise import _sigmoid, sigmoid
-from minigrad.losses import cross_entropy
 from minigrad.matmul import linear, matmul
 from minigrad.normalization import layer_norm
 from minigrad.shapes import _aux_array, _check_range, concatenate
@@ -32,34 +31,41 @@ __all__ = ["matmul", "linear", "softmax", "log_softmax", "masked_fill", "causal_
 
 # ---- softmax, log_softmax ----
 
+def stable_softmax(x: Any, axis: int, log: bool = False) -> Any:
+    """softmax of a raw array along `axis` (with log=True, log softmax), computed without overflow:
+    softmax = exp(x - max) / sum(exp(x - max));  log_softmax = (x - max) - log(sum(exp(x - max))).
+    Log softmax stays finite where softmax underflows to 0. Used by softmax, log_softmax,
+    cross_entropy and the model's sampling."""
+    xp = backend.get_array_module(x)
+    shifted = x - x.max(axis=axis, keepdims=True)  # changes neither result, but exp() can no longer overflow
+    if log:
+        return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+    exps = xp.exp(shifted)
+    return exps / exps.sum(axis=axis, keepdims=True)
+
+
 class SoftmaxFunction(Function):
     """y = exp(x - max) / sum(exp(x - max));  dx = y * (dout - sum(dout * y, axis))"""
 
     def forward(self, x, axis):
-        xp = backend.get_array_module(x)
-        y = x - x.max(axis=axis, keepdims=True)  # the max is subtracted for stability only
-        xp.exp(y, out=y)
-        y /= y.sum(axis=axis, keepdims=True)
-        self.y, self.axis = y, axis
-        return y
+        self.y, self.axis = stable_softmax(x, axis), axis
+        return self.y
 
     def backward(self, dout):
-        dx = dout - (dout * self.y).sum(axis=self.axis, keepdims=True)
-        dx *= self.y
-        return (dx,)
+        # in the forward pass this was: y = exp(x) / sum(exp(x)), so dy_i/dx_j = y_i * (delta_ij - y_j)
+        y = self.y
+        return (y * (dout - (dout * y).sum(axis=self.axis, keepdims=True)),)
 
 
 class LogSoftmaxFunction(Function):
     """y = x - max - log(sum(exp(x - max)));  dx = dout - exp(y) * sum(dout, axis)"""
 
     def forward(self, x, axis):
-        xp = backend.get_array_module(x)
-        y = x - x.max(axis=axis, keepdims=True)
-        y -= xp.log(xp.exp(y).sum(axis=axis, keepdims=True))
-        self.y, self.axis = y, axis
-        return y
+        self.y, self.axis = stable_softmax(x, axis, log=True), axis
+        return self.y
 
     def backward(self, dout):
+        # in the forward pass this was: y = x - log(sum(exp(x))), so dy_i/dx_j = delta_ij - softmax(x)_j
         xp = backend.get_array_module(dout)
         return (dout - xp.exp(self.y) * dout.sum(axis=self.axis, keepdims=True),)
 
@@ -87,7 +93,7 @@ class MaskedFillFunction(Function):
         xp = backend.get_array_module(x)
         self.mask = mask
         y = x.copy()
-        xp.copyto(y, xp.asarray(value, dtype=x.dtype), where=mask)  # faster than where() for a broadcast mask
+        xp.copyto(y, xp.asarray(value, dtype=x.dtype), where=mask)  # speed: where() is slower with a broadcast mask
         return y
 
     def backward(self, dout):
@@ -157,25 +163,15 @@ class GeluFunction(Function):
     """
 
     def forward(self, x):
-        xp = backend.get_array_module(x)
-        t = x * x
-        t *= 0.044715
-        t += 1
-        t *= x
-        t *= _GELU_C  # u = c x (1 + 0.044715 x^2)
-        xp.tanh(t, out=t)
+        t = backend.get_array_module(x).tanh(_GELU_C * (x + 0.044715 * x * x * x))  # tanh(u)
         self.x, self.t = x, t
-        y = t + 1
-        y *= x
-        y *= 0.5
-        return y
+        return 0.5 * x * (1 + t)
 
     def backward(self, dout):
+        # in the forward pass this was: y = 0.5 * x * (1 + t),  t = tanh(c * (x + 0.044715 * x^3))
         x, t = self.x, self.t
         du_dx = _GELU_C * (1 + 3 * 0.044715 * x * x)
-        dx = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du_dx
-        dx *= dout
-        return (dx,)
+        return (dout * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du_dx),)
 
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -277,3 +273,7 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     if not training or p == 0:
         return x
     return DropoutFunction.apply(x, p=p)
+
+
+# re-exported here, at the end: losses.py uses stable_softmax, defined above
+from minigrad.losses import cross_entropy  # noqa: E402

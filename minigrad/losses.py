@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from minigrad import backend
+from minigrad.functional import stable_softmax
+from minigrad.matmul import as_rows
 from minigrad.shapes import _aux_array, _check_range
 from minigrad.tensor import Function, Tensor
 
@@ -22,18 +24,13 @@ class CrossEntropyFunction(Function):
 
     def forward(self, logits, targets, counted):
         xp = backend.get_array_module(logits)
-        V = logits.shape[-1]
-        x = logits.reshape(-1, V)  # (N, V)
-        rows = xp.arange(x.shape[0])
-        probs = x - x.max(axis=1, keepdims=True)
-        target_logit = probs[rows, targets]  # shifted logit of the right answer, (N,)
-        xp.exp(probs, out=probs)
-        sums = probs.sum(axis=1)
-        probs /= sums[:, None]
-        n = counted.sum() if counted is not None else x.shape[0]
-        nll = xp.log(sums) - target_logit  # -log softmax(x)[target]
+        logp = stable_softmax(as_rows(logits), axis=1, log=True)  # (N, V)
+        rows = xp.arange(logp.shape[0])
+        nll = -logp[rows, targets]  # (N,): -log softmax(x)[target]
+        n = counted.sum() if counted is not None else logp.shape[0]
         if counted is not None:
             nll *= counted
+        probs = xp.exp(logp)  # (N, V), for backward
         self.probs, self.rows, self.targets, self.counted, self.n = probs, rows, targets, counted, n
         self.logits_shape = logits.shape
         return (nll.sum() / n).reshape(()) if n else xp.asarray(xp.nan, dtype=logits.dtype)

@@ -9,8 +9,22 @@ shares its name with an nn layer (nn.Linear); tensor math keeps bare names (Add,
 
 from __future__ import annotations
 
+from typing import Any
+
 from minigrad import elementwise  # the module, not its names: importing elementwise first must work
 from minigrad.tensor import Function, Tensor
+
+# ---- the 2-D product both share ----
+
+def as_rows(a: Any) -> Any:
+    """(..., n) -> (N, n): all leading dimensions flattened into N rows."""
+    return a.reshape(-1, a.shape[-1])
+
+
+def matmul_2d(a: Any, b: Any) -> Any:
+    """a @ b for a of shape (..., n) and a matrix b (n, m): one (N, n) @ (n, m) product, not one per batch entry."""
+    return (as_rows(a) @ b).reshape(*a.shape[:-1], b.shape[1])
+
 
 # ---- matmul ----
 
@@ -19,17 +33,15 @@ class MatMul(Function):
 
     def forward(self, a, b):
         self.a, self.b = a, b
-        if b.ndim == 2:  # (..., n) @ (n, m) is one big 2-D product, not a loop over the batch
-            return (a.reshape(-1, a.shape[-1]) @ b).reshape(*a.shape[:-1], b.shape[1])
-        return a @ b
+        return matmul_2d(a, b) if b.ndim == 2 else a @ b  # speed: a matrix b makes one 2-D product
 
     def backward(self, dout):
+        # in the forward pass this was: z = a @ b
         a, b = self.a, self.b
         need_a, need_b = self.needs_input_grad
-        if b.ndim == 2:  # undo the 2-D product of forward
-            a2, dout2 = a.reshape(-1, a.shape[-1]), dout.reshape(-1, dout.shape[-1])
-            return ((dout2 @ b.T).reshape(a.shape) if need_a else None,
-                    a2.T @ dout2 if need_b else None)
+        if b.ndim == 2:  # speed: the 2-D product of forward, undone as 2-D products
+            return (matmul_2d(dout, b.T) if need_a else None,
+                    as_rows(a).T @ as_rows(dout) if need_b else None)
         return (elementwise.unbroadcast(dout @ b.swapaxes(-1, -2), a.shape) if need_a else None,
                 elementwise.unbroadcast(a.swapaxes(-1, -2) @ dout, b.shape) if need_b else None)
 
@@ -57,16 +69,16 @@ class LinearFunction(Function):
 
     def forward(self, x, w, *b):
         self.x, self.w = x, w
-        y = (x.reshape(-1, x.shape[-1]) @ w.T).reshape(*x.shape[:-1], w.shape[0])
+        y = matmul_2d(x, w.T)  # (..., out)
         if b:
             y += b[0]
         return y
 
     def backward(self, dout):
-        x2, dout2 = self.x.reshape(-1, self.x.shape[-1]), dout.reshape(-1, dout.shape[-1])
-        dx = (dout2 @ self.w).reshape(self.x.shape) if self.needs_input_grad[0] else None
-        dw = dout2.T @ x2 if self.needs_input_grad[1] else None
-        db = (dout2.sum(axis=0),) if len(self.needs_input_grad) == 3 else ()
+        # in the forward pass this was: y = x @ w.T + b, as (N, in) @ (in, out) + (out,)
+        dx = matmul_2d(dout, self.w) if self.needs_input_grad[0] else None
+        dw = as_rows(dout).T @ as_rows(self.x) if self.needs_input_grad[1] else None
+        db = (as_rows(dout).sum(axis=0),) if len(self.needs_input_grad) == 3 else ()
         return (dx, dw, *db)
 
 

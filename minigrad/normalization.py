@@ -22,31 +22,33 @@ class LayerNormFunction(Function):
 
     def forward(self, x, *affine, eps):
         xp = backend.get_array_module(x)
-        xhat = x - x.mean(axis=-1, keepdims=True)
-        rstd = 1 / xp.sqrt((xhat * xhat).mean(axis=-1, keepdims=True) + eps)  # (N, 1)
-        xhat *= rstd
+        mean = x.mean(axis=-1, keepdims=True)  # (N, 1)
+        xshift = x - mean  # (N, C)
+        var = (xshift * xshift).mean(axis=-1, keepdims=True)  # (N, 1)
+        rstd = 1 / xp.sqrt(var + eps)  # (N, 1)
+        xhat = xshift * rstd  # (N, C)
         self.xhat, self.rstd, self.w = xhat, rstd, affine[0] if affine else None
         y = xhat
         if affine:
-            y = xhat * affine[0]
+            y = xhat * affine[0]  # (N, C) * (C,)
             if len(affine) == 2:
                 y += affine[1]
         return y
 
     def backward(self, dout):
-        xhat, rstd, w = self.xhat, self.rstd, self.w
+        xhat, rstd, w = self.xhat, self.rstd, self.w  # (N, C), (N, 1), (C,)
         # in the forward pass this was: y = xhat * w + b
         if w is not None:
             leading = tuple(range(dout.ndim - 1))
-            dw = (dout * xhat).sum(axis=leading)
-            db = dout.sum(axis=leading)
-            dxhat = dout * w
+            dw = (dout * xhat).sum(axis=leading)  # (C,)
+            db = dout.sum(axis=leading)  # (C,)
+            dxhat = dout * w  # (N, C)
         else:
             dxhat = dout
-        # and before that: xhat = (x - mean) * rstd; x enters through x, mean and rstd: three terms
-        dx = dxhat - dxhat.mean(axis=-1, keepdims=True)
-        dx -= xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
-        dx *= rstd
+        # and before that: xhat = (x - mean) * rstd, where x enters three ways, one term each:
+        # directly, through mean (N, 1), and through rstd (N, 1)
+        dx = dxhat - dxhat.mean(axis=-1, keepdims=True) - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
+        dx *= rstd  # (N, C)
         return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
 
 

@@ -135,7 +135,6 @@ def _sample(logits: np.ndarray, temperature: float, top_k: int | None) -> np.nda
     if top_k is not None:
         kth = np.sort(logits, axis=-1)[:, -min(top_k, logits.shape[-1]), None]
         logits = np.where(logits < kth, -np.inf, logits)
-    probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    probs /= probs.sum(axis=-1, keepdims=True)
+    probs = F.stable_softmax(logits, axis=-1)
     rng = backend.generator("cpu")
     return np.array([[rng.choice(len(p), p=p)] for p in probs])
