@@ -1,23 +1,30 @@
 """Benchmark: a full training step (forward, backward, AdamW) of the minigrad GPT in float32, against
-the same model in PyTorch eager with the same weights and thread count, and against the machine's
-NumPy matmul throughput (the practical ceiling for the array work).
+the same model in PyTorch eager (written-out attention, and F.scaled_dot_product_attention), with the
+same weights and thread count, and against the machine's matmul throughput (the practical ceiling).
 
-    python benchmarks/bench.py                          # every configuration
-    python benchmarks/bench.py --configs tiny small --steps 20
+    python benchmarks/bench.py                                  # every default configuration
+    python benchmarks/bench.py --configs tiny small --steps 20 --pairs 3 --json results.json
+    python benchmarks/bench.py --profile --configs small        # where a step's time goes, op by op
 
-Steps of the two frameworks alternate and the ratio is taken pair by pair, so a noisy machine hurts
-both alike. Peak memory is measured in a fresh process per framework and configuration.
+Every measurement runs in a fresh process of its own (`bench.py --worker KIND ...`, which prints one
+JSON line), so no framework's threads, heap or caches touch another's. For each configuration the
+frameworks run one process after the other, `--pairs` times, the order rotating from pair to pair;
+each process drops `--warmup` steps and keeps the median of `--steps` timed steps. The ratio is
+minigrad / PyTorch taken pair by pair; the report gives its median and its spread (min..max).
+docs/performance.md explains every column.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +47,10 @@ CONFIGS = {  # GPTConfig fields, plus the batch size
     "gpt2": {"vocab_size": 50304, "n_embd": 768, "n_head": 12, "n_layer": 12, "block_size": 1024, "batch": 8},
 }
 DEFAULT_CONFIGS = ["tiny", "small", "medium", "seed-scale"]
+FRAMEWORKS = {"minigrad": "minigrad", "torch": "PyTorch", "torch-sdpa": "PyTorch SDPA"}
+PHASES = ("forward", "backward", "optimizer", "step")
 FLOPS_FORMULA = "3 x forward matmul FLOPs; forward = 2*B*T*(12*L*C^2 + V*C) + 4*L*B*T^2*C"
+CEILING_N = 2048
 
 
 def step_flops(c: dict[str, int]) -> float:
@@ -61,10 +71,11 @@ def blas_threads() -> str:
     pools = blas_pools()
     if not pools:
         return "unknown (pip install threadpoolctl to see)"
-    return ", ".join(f"{i['internal_api']} {i['num_threads']} threads ({i.get('architecture', '?')})" for i in pools)
+    return ", ".join(f"{i['internal_api']} {i['version']} {i['num_threads']} threads ({i.get('architecture', '?')})"
+                     for i in pools)
 
 
-def matmul_ceiling(device: str = "cpu", n: int = 2048, repeats: int = 5) -> float:
+def matmul_ceiling(device: str = "cpu", n: int = CEILING_N, repeats: int = 5) -> float:
     """GFLOP/s of a float32 n x n x n matmul (NumPy, or CuPy on "cuda"), best of `repeats`."""
     a = backend.to_device(np.random.default_rng(0).standard_normal((n, n), dtype=np.float32), device)
     b = backend.to_device(np.random.default_rng(1).standard_normal((n, n), dtype=np.float32), device)
@@ -80,7 +91,14 @@ def _timed(fn: Any, device: str) -> float:
     return time.perf_counter() - start
 
 
-# ---- the two steps ----
+# ---- the steps ----
+
+def minigrad_speed_settings() -> None:
+    """minigrad's opt-in process-wide speed setting (minigrad/fast.py), as train.py turns it on: called in
+    minigrad's worker processes only, never in PyTorch's, which run with glibc's defaults as PyTorch's
+    users do. (The fused AdamW, the other opt-in, is chosen in `minigrad_setup`.)"""
+    fast.keep_large_blocks_in_heap()
+
 
 def minigrad_setup(c: dict[str, int], device: str = "cpu") -> tuple[GPT, Any, Any, Any]:
     mg.manual_seed(0)
@@ -107,16 +125,18 @@ def minigrad_step(model: GPT, opt: AdamW, x: np.ndarray, y: np.ndarray) -> dict[
     opt.step()
     backend.synchronize(device)
     t3 = time.perf_counter()
-    return {"forward": t1 - t0, "backward": t2 - t1, "adamw": t3 - t2, "step": t3 - t0}
+    return {"forward": t1 - t0, "backward": t2 - t1, "optimizer": t3 - t2, "step": t3 - t0}
 
 
-def torch_setup(model: GPT, x: np.ndarray, y: np.ndarray) -> tuple[Any, Any, Any, Any]:
+def torch_setup(model: GPT, x: np.ndarray, y: np.ndarray, device: str = "cpu", sdpa: bool = False
+                ) -> tuple[Any, Any, Any, Any]:
+    """The PyTorch copy of `model` (same weights) on `device`, its AdamW with the same groups, and the
+    batch. sdpa: attention through F.scaled_dot_product_attention instead of written out."""
     import torch
 
     from models.torch_reference import from_minigrad
 
-    device = model.wte.weight.device
-    ref = from_minigrad(model, dtype=torch.float32, device=device)
+    ref = from_minigrad(model, dtype=torch.float32, device=device, sdpa=sdpa)
     named = dict(ref.named_parameters())
     groups = [{"params": [named[n] for n, p in model.named_parameters() if p.ndim >= 2], "weight_decay": 0.1},
               {"params": [named[n] for n, p in model.named_parameters() if p.ndim < 2], "weight_decay": 0.0}]
@@ -139,7 +159,7 @@ def torch_step(ref: Any, opt: Any, x: Any, y: Any) -> dict[str, float]:
     opt.step()
     sync()
     t3 = time.perf_counter()
-    return {"forward": t1 - t0, "backward": t2 - t1, "adamw": t3 - t2, "step": t3 - t0}
+    return {"forward": t1 - t0, "backward": t2 - t1, "optimizer": t3 - t2, "step": t3 - t0}
 
 
 def float64_free(model: GPT, x: np.ndarray, y: np.ndarray) -> bool:
@@ -170,53 +190,168 @@ def float64_free(model: GPT, x: np.ndarray, y: np.ndarray) -> bool:
     return not seen
 
 
-# ---- measurements ----
+# ---- the per-primitive profile ----
 
-def compare(name: str, steps: int, warmup: int, with_torch: bool, device: str = "cpu") -> dict[str, Any]:
-    c = CONFIGS[name]
-    model, opt, x, y = minigrad_setup(c, device)
-    result: dict[str, Any] = {"config": name, "float64_free": float64_free(model, x, y)}
-    runs: dict[str, list[dict[str, float]]] = {"minigrad": []}
-    ref = None
-    if with_torch:
-        ref = torch_setup(model, x, y)
-        runs["torch"] = []
-    for i in range(warmup + steps):
-        for fw, run in runs.items():
-            t = minigrad_step(model, opt, x, y) if fw == "minigrad" else torch_step(*ref)
-            if i >= warmup:
-                run.append(t)
-    for fw, run in runs.items():
-        result[fw] = {phase: statistics.median(t[phase] for t in run) for phase in run[0]}
-    if with_torch:
-        result["ratio"] = statistics.median(m["step"] / t["step"] for m, t in zip(runs["minigrad"], runs["torch"],
-                                                                                     strict=True))
-    return result
+class PrimitiveTimer:
+    """Times every primitive's forward and backward from outside the engine.
+
+    Inside `with PrimitiveTimer(device) as timer:`, each Function subclass's own forward and backward
+    is replaced by a wrapper that adds its wall time (waiting for the GPU, where there is one) to
+    `timer.seconds[(class name, "forward" or "backward")]`; on leaving, the originals are put back.
+    A primitive called from inside another one counts towards the outer one only.
+    """
+
+    def __init__(self, device: str = "cpu") -> None:
+        self.device = device
+        self.seconds: dict[tuple[str, str], float] = defaultdict(float)
+        self._inside = False
+        self._originals: list[tuple[type, str, Any]] = []
+
+    def __enter__(self) -> PrimitiveTimer:
+        for cls in _function_classes():
+            for method in ("forward", "backward"):
+                if method in vars(cls):
+                    self._originals.append((cls, method, vars(cls)[method]))
+                    setattr(cls, method, self._timed(vars(cls)[method], method))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for cls, method, original in self._originals:
+            setattr(cls, method, original)
+        self._originals.clear()
+
+    def _timed(self, fn: Any, method: str) -> Any:
+        @functools.wraps(fn)
+        def timed(node: Any, *args: Any, **kwargs: Any) -> Any:
+            if self._inside:
+                return fn(node, *args, **kwargs)
+            self._inside = True
+            start = time.perf_counter()
+            try:
+                return fn(node, *args, **kwargs)
+            finally:
+                backend.synchronize(self.device)
+                self.seconds[(type(node).__name__, method)] += time.perf_counter() - start
+                self._inside = False
+
+        return timed
 
 
-def peak_memory(framework: str, name: str, steps: int = 3) -> float:
-    """MiB of peak resident memory added by building the model and training `steps` steps, measured
-    in a fresh process so that nothing else run here counts."""
-    cmd = [sys.executable, __file__, "--memory-child", framework, name, str(steps)]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])["peak_mib"]
+def _function_classes() -> list[type]:
+    """Every subclass of Function defined so far, at any depth."""
+    from minigrad.tensor import Function
+
+    found, todo = [], list(Function.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return found
 
 
-def memory_child(framework: str, name: str, steps: int) -> None:
-    c = CONFIGS[name]
-    if framework == "torch":
-        import torch  # noqa: F401  (imported before the baseline, so its own size does not count)
-    baseline = _status_mib("VmRSS")
-    model, opt, x, y = minigrad_setup(c)
-    if framework == "torch":
-        ref = torch_setup(model, x, y)
-        del model, opt
+def profile_primitives(name: str, steps: int, warmup: int, device: str = "cpu") -> dict[str, Any]:
+    """Milliseconds per step in each primitive's forward and backward, and the phases they sit in
+    (sums over `steps` steps after `warmup`, divided by `steps`)."""
+    model, opt, x, y = minigrad_setup(CONFIGS[name], device)
+    for _ in range(warmup):
+        minigrad_step(model, opt, x, y)
+    phases: dict[str, float] = defaultdict(float)
+    with PrimitiveTimer(device) as timer:
         for _ in range(steps):
-            torch_step(*ref)
-    else:
-        for _ in range(steps):
-            minigrad_step(model, opt, x, y)
-    print(json.dumps({"peak_mib": _status_mib("VmHWM") - baseline}))
+            for phase, seconds in minigrad_step(model, opt, x, y).items():
+                phases[phase] += seconds
+    ms = 1e3 / steps
+    per_op: dict[str, dict[str, float]] = defaultdict(lambda: {"forward": 0.0, "backward": 0.0})
+    for (op, method), seconds in timer.seconds.items():
+        per_op[op][method] = seconds * ms
+    primitives = [{"name": op, "forward_ms": t["forward"], "backward_ms": t["backward"]} for op, t in per_op.items()]
+    primitives.sort(key=lambda r: -(r["forward_ms"] + r["backward_ms"]))
+    return {"config": name, "steps": steps, "phases_ms": {p: s * ms for p, s in phases.items()},
+            "primitives": primitives}
+
+
+def profile_rows(profile: dict[str, Any]) -> list[tuple[str, float | None, float | None, float]]:
+    """(label, forward ms, backward ms, total ms) per row, the totals adding up to the whole step: each
+    primitive, then [engine], the time in forward and backward outside every primitive, then [optimizer]."""
+    rows = [(r["name"], r["forward_ms"], r["backward_ms"], r["forward_ms"] + r["backward_ms"])
+            for r in profile["primitives"]]
+    phases = profile["phases_ms"]
+    engine_fwd = phases["forward"] - sum(r[1] for r in rows)
+    engine_bwd = phases["backward"] - sum(r[2] for r in rows)
+    rows.append(("[engine]", engine_fwd, engine_bwd, engine_fwd + engine_bwd))
+    rows.append(("[optimizer]", None, None, phases["optimizer"]))
+    return rows
+
+
+def torch_profile(name: str, steps: int, warmup: int, device: str, sdpa: bool, top: int = 15) -> dict[str, Any]:
+    """PyTorch's own breakdown of its step (torch.profiler: each op's self time, on the CPU or, with
+    device "cuda", on the GPU), per step."""
+    from torch.profiler import ProfilerActivity, profile
+
+    model, _, x, y = minigrad_setup(CONFIGS[name])  # on the CPU: PyTorch's process leaves CuPy alone
+    ref = torch_setup(model, x, y, device, sdpa)
+    del model
+    for _ in range(warmup):
+        torch_step(*ref)
+    on_gpu = device == "cuda"
+    with profile(activities=[ProfilerActivity.CPU] + [ProfilerActivity.CUDA] * on_gpu) as prof:
+        step = sum(torch_step(*ref)["step"] for _ in range(steps)) * 1e3 / steps
+    self_us = (lambda e: e.self_device_time_total) if on_gpu else (lambda e: e.self_cpu_time_total)
+    ops = sorted(((e.key, self_us(e) / 1e3 / steps) for e in prof.key_averages()), key=lambda r: -r[1])
+    return {"config": name, "steps": steps, "step_ms": step, "total_self_ms": sum(ms for _, ms in ops),
+            "clock": "GPU" if on_gpu else "CPU",
+            "ops": [{"name": op, "self_ms": ms} for op, ms in ops[:top]]}
+
+
+# ---- the worker: one measurement in a fresh process ----
+
+def worker(kind: str, name: str, steps: int, warmup: int, device: str, threads: int) -> dict[str, Any]:
+    """One measurement, in the process that runs it: the result as a JSON-able dict."""
+    if kind == "versions":
+        info = {"numpy": np.__version__, "blas": blas_threads()}
+        try:
+            import torch
+        except ImportError:
+            return info
+        torch.set_num_threads(threads)
+        return {**info, "torch": torch.__version__, "torch_threads": torch.get_num_threads()}
+    if kind == "ceiling":
+        return {"gflops": matmul_ceiling(device)}
+    if kind == "float64":
+        model, _, x, y = minigrad_setup(CONFIGS[name], device)
+        return {"float64_free": float64_free(model, x, y)}
+    if kind == "profile":
+        minigrad_speed_settings()
+        return profile_primitives(name, steps, warmup, device)
+    if kind in ("torch", "torch-sdpa", "torch-profile", "torch-sdpa-profile"):
+        import torch  # before the memory baseline, so that its own size does not count
+
+        torch.set_num_threads(threads)
+        if kind.endswith("profile"):
+            return torch_profile(name, steps, warmup, device, sdpa="sdpa" in kind)
+        baseline = _status_mib("VmRSS")
+        model, _, x, y = minigrad_setup(CONFIGS[name])  # on the CPU: PyTorch's process leaves CuPy alone
+        ref = torch_setup(model, x, y, device, sdpa=kind == "torch-sdpa")
+        del model
+        return {**_time_steps(lambda: torch_step(*ref), steps, warmup), "threads": torch.get_num_threads(),
+                "peak_mib": None if device == "cuda" else _status_mib("VmHWM") - baseline}
+    if kind == "minigrad":
+        minigrad_speed_settings()
+        baseline = _status_mib("VmRSS")
+        model, opt, x, y = minigrad_setup(CONFIGS[name], device)
+        return {**_time_steps(lambda: minigrad_step(model, opt, x, y), steps, warmup), "threads": blas_threads(),
+                "params": model.num_parameters(),
+                "peak_mib": None if device == "cuda" else _status_mib("VmHWM") - baseline}
+    raise ValueError(f"bench.py: unknown worker kind {kind!r}")
+
+
+def _time_steps(step: Any, steps: int, warmup: int) -> dict[str, Any]:
+    """Run `warmup` untimed steps, then `steps` timed ones: the median ms of each phase, and each step's ms."""
+    for _ in range(warmup):
+        step()
+    times = [step() for _ in range(steps)]
+    return {"ms": {p: statistics.median(t[p] for t in times) * 1e3 for p in PHASES},
+            "step_ms": [t["step"] * 1e3 for t in times]}
 
 
 def _status_mib(field: str) -> float:
@@ -226,74 +361,201 @@ def _status_mib(field: str) -> float:
         return next(int(line.split()[1]) for line in f if line.startswith(field + ":")) / 1024
 
 
-# ---- report ----
+def _worker_env(threads: int) -> dict[str, str]:
+    """The environment of a worker: every BLAS and OpenMP pool sized to `threads`."""
+    return dict(os.environ, **{var: str(threads) for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                            "MKL_NUM_THREADS")})
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+
+def spawn(kind: str, args: argparse.Namespace, name: str = "tiny", steps: int = 0) -> dict[str, Any]:
+    """Run `worker(kind, ...)` in a fresh Python process and return what it printed."""
+    cmd = [sys.executable, __file__, "--worker", kind, "--configs", name, "--steps", str(steps),
+           "--warmup", str(args.warmup), "--device", args.device, "--threads", str(args.threads)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=_worker_env(args.threads))
+    if done.returncode != 0:
+        raise RuntimeError(f"bench.py: worker `{' '.join(cmd[2:])}` failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# ---- the parent: pairs of processes, and the report ----
+
+def default_steps(name: str, profile: bool) -> int:
+    if profile:
+        return 3 if name == "seed-scale" else 10
+    return 5 if name == "seed-scale" else 30
+
+
+def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One configuration: the float64 check, then `args.pairs` rounds of one process per framework
+    (the order rotating each round), summarised per framework, with the pair-by-pair ratios."""
+    c = CONFIGS[name]
+    steps = args.steps or default_steps(name, profile=False)
+    result: dict[str, Any] = {"config": name, "steps": steps, "warmup": args.warmup, "pairs": args.pairs,
+                              "float64_free": spawn("float64", args, name)["float64_free"]}
+    runs: dict[str, list[dict[str, Any]]] = {fw: [] for fw in args.frameworks}
+    for i in range(args.pairs):
+        k = i % len(args.frameworks)
+        for fw in args.frameworks[k:] + args.frameworks[:k]:
+            runs[fw].append(spawn(fw, args, name, steps))
+    result["params"] = runs["minigrad"][0]["params"]
+    result["frameworks"] = {fw: _summary(r, c) for fw, r in runs.items()}
+    result["ratios"] = {fw: _ratios(runs["minigrad"], r) for fw, r in runs.items() if fw != "minigrad"}
+    return result
+
+
+def _summary(runs: list[dict[str, Any]], c: dict[str, int]) -> dict[str, Any]:
+    """A framework's medians over its processes (each process's own median per phase)."""
+    ms = {p: statistics.median(r["ms"][p] for r in runs) for p in PHASES}
+    peaks = [r["peak_mib"] for r in runs if r["peak_mib"] is not None]
+    return {"ms": ms, "tokens_per_s": c["batch"] * c["block_size"] / ms["step"] * 1e3,
+            "gflops": step_flops(c) / ms["step"] / 1e6, "peak_mib": statistics.median(peaks) if peaks else None,
+            "threads": runs[0]["threads"], "processes": runs}
+
+
+def _ratios(mine: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> dict[str, Any]:
+    pairs = [m["ms"]["step"] / t["ms"]["step"] for m, t in zip(mine, theirs, strict=True)]
+    return {"median": statistics.median(pairs), "min": min(pairs), "max": max(pairs), "pairs": pairs}
+
+
+def print_header(args: argparse.Namespace, versions: dict[str, Any]) -> None:
+    torch_info = (f"PyTorch {versions['torch']}, {versions['torch_threads']} threads" if "torch" in versions
+                  else "PyTorch not installed: minigrad only (pip install torch==2.13.0 for the comparison)")
+    print(f"machine: {_cpu_name()}, {os.cpu_count()} cores; NumPy {versions['numpy']}, BLAS: {versions['blas']}; "
+          f"{torch_info}; device {args.device}")
+    same = (f"same weights (minigrad's seed-0 init, copied into PyTorch); same threads: "
+            f"OMP/OPENBLAS/MKL_NUM_THREADS={args.threads} in every process and torch.set_num_threads({args.threads});\n"
+            "     minigrad's heap setting on in minigrad's processes only; PyTorch = eager, written-out attention "
+            "(models/torch_reference.py);\n     PyTorch SDPA = eager with F.scaled_dot_product_attention")
+    if args.profile:
+        print(f"how: one fresh process per framework and config; {same}\n", flush=True)
+        return
+    steps = args.steps or "30 (5 at seed-scale)"
+    print(f"how: every measurement in a fresh process of its own; per config, pairs of processes: {args.pairs} "
+          "(one process per framework, the order rotating each pair);\n"
+          f"     in each process, warm-up steps dropped: {args.warmup}, then the median of {steps} timed "
+          "steps; per framework, the median over its processes;\n"
+          "     ratio = minigrad / that framework's step time, pair by pair: median (min..max over the pairs);\n"
+          f"     {same}")
+    print(f"GFLOP/s = {FLOPS_FORMULA}, / step time\n", flush=True)
+
+
+def print_result(r: dict[str, Any]) -> None:
+    c = CONFIGS[r["config"]]
+    shape = (f"vocab {c['vocab_size']}, width {c['n_embd']}, {c['n_head']} heads, {c['n_layer']} layers, "
+             f"block {c['block_size']}, batch {c['batch']}")
+    f64 = "none" if r["float64_free"] else "YES (a bug: see float64_free)"
+    print(f"{r['config']} ({shape}): {r['params'] / 1e6:.2f} M params; float64 arrays in a float32 step: {f64}")
+    print(f"  {'framework':<13} {'ms/step':>9} {'forward':>9} {'backward':>9} {'optimizer':>9} {'tokens/s':>9} "
+          f"{'GFLOP/s':>8} {'peak MiB':>9}  minigrad / this, pairs: {r['pairs']}")
+    for fw, s in r["frameworks"].items():
+        ms = s["ms"]
+        ratio = r["ratios"].get(fw)
+        spread = f"{ratio['median']:.2f} ({ratio['min']:.2f}..{ratio['max']:.2f})" if ratio else ""
+        peak = "n/a" if s["peak_mib"] is None else f"{s['peak_mib']:.0f}"
+        print(f"  {FRAMEWORKS[fw]:<13} {ms['step']:>9.2f} {ms['forward']:>9.2f} {ms['backward']:>9.2f} "
+              f"{ms['optimizer']:>9.2f} {s['tokens_per_s']:>9.0f} {s['gflops']:>8.1f} {peak:>9}  {spread}")
+    print(flush=True)
+
+
+def print_summary(results: list[dict[str, Any]], ceiling: float) -> None:
+    others = [fw for fw in FRAMEWORKS if fw != "minigrad" and fw in results[0]["ratios"]]
+    print(f"{'config':<11} " + "".join(f"{'vs ' + FRAMEWORKS[fw]:>22}" for fw in others)
+          + "   minigrad step at % of the ceiling")
+    for r in results:
+        cells = "".join(f"{'{median:.2f} ({min:.2f}..{max:.2f})'.format(**r['ratios'][fw]):>22}" for fw in others)
+        print(f"{r['config']:<11} {cells}   {100 * r['frameworks']['minigrad']['gflops'] / ceiling:.0f}%")
+
+
+def print_profile(p: dict[str, Any], warmup: int) -> None:
+    ph = p["phases_ms"]
+    print(f"minigrad, {p['config']}: ms per step in each primitive (Function subclass), mean of {p['steps']} steps "
+          f"after {warmup} warm-up")
+    print(f"  {'primitive':<16} {'forward':>9} {'backward':>9} {'total':>9} {'share':>6}")
+    for label, fwd, bwd, total in profile_rows(p) + [("[whole step]", ph["forward"], ph["backward"], ph["step"])]:
+        cells = "".join("          " if t is None else f" {t:>9.2f}" for t in (fwd, bwd))
+        print(f"  {label:<16}{cells} {total:>9.2f} {100 * total / ph['step']:>5.1f}%")
+    print("  [engine]: each phase's time outside every primitive: zero_grad, the model's Python code and graph "
+          "building in\n  forward; the engine's graph walk and gradient sums in backward. [optimizer]: AdamW.step. "
+          "The timing wrappers add\n  a little to the step.\n", flush=True)
+
+
+def print_torch_profile(p: dict[str, Any], label: str) -> None:
+    print(f"{label}, {p['config']}: torch.profiler's self {p['clock']} time per op, ms per step over {p['steps']} "
+          f"steps (the profiler adds overhead):\n  step {p['step_ms']:.2f} ms under the profiler; the ops' self times "
+          f"sum to {p['total_self_ms']:.2f} ms")
+    for op in p["ops"]:
+        print(f"  {op['name']:<56} {op['self_ms']:>9.2f} {100 * op['self_ms'] / p['total_self_ms']:>5.1f}%")
+    print(flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    description, epilog = __doc__.split("\n\n", 1)
+    p = argparse.ArgumentParser(description=description, epilog=epilog,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=DEFAULT_CONFIGS)
     p.add_argument("--device", choices=list(backend.DEVICES), default="cpu",
                    help="cuda: both frameworks on the GPU (peak memory is then not measured)")
-    p.add_argument("--steps", type=int, default=None, help="timed steps per framework (default: 30, 5 at seed-scale)")
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes")
+    p.add_argument("--frameworks", nargs="+", choices=list(FRAMEWORKS), default=list(FRAMEWORKS),
+                   help="minigrad and the references to time against it (default: all; PyTorch only if installed)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="timed steps per process (default: 30, 5 at seed-scale; --profile: 10, 3 at seed-scale)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed steps at the start of each process")
+    p.add_argument("--pairs", type=int, default=5, help="rounds of one process per framework")
+    p.add_argument("--threads", type=int, default=_usable_cores(),
+                   help="BLAS/OpenMP/PyTorch threads in every process (default: the cores this process may use)")
+    p.add_argument("--profile", action="store_true",
+                   help="instead: per-primitive time table of each config (and torch.profiler's breakdown)")
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    args = p.parse_args()
-    try:
-        import torch
-
-        torch.set_num_threads(_blas_thread_count())
-        torch_info = f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads"
-    except ImportError:
-        torch = None
-        torch_info = "PyTorch not installed: minigrad only (pip install torch==2.13.0 for the comparison)"
-
-    print(f"machine: {_cpu_name()}, {os.cpu_count()} cores; NumPy {np.__version__}; BLAS: {blas_threads()}")
-    print(torch_info)
+    p.add_argument("--worker", help=argparse.SUPPRESS)  # run one measurement here, print it as JSON
+    args = p.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.configs[0], args.steps, args.warmup, args.device, args.threads)))
+        return
+    if "minigrad" not in args.frameworks:
+        p.error("--frameworks must include minigrad: the references are timed against it")
+    if min(args.pairs, args.threads, 1 if args.steps is None else args.steps) < 1 or args.warmup < 0:
+        p.error(f"--pairs ({args.pairs}), --threads ({args.threads}) and --steps ({args.steps}) must be at least 1, "
+                f"--warmup ({args.warmup}) at least 0")
     backend.check_device(args.device)
-    if args.device == "cuda":
-        args.no_memory = True
-    ceiling = matmul_ceiling(args.device)
-    library = "CuPy" if args.device == "cuda" else "NumPy"
-    print(f"{library} float32 matmul 2048^3: {ceiling:.1f} GFLOP/s (the ceiling for the array work; measured "
-          "again at the end, and the higher of the two used)")
-    print(f"GFLOP/s below = {FLOPS_FORMULA}, / step time\n")
-    header = (f"{'config':<11} {'params':>8} {'ms/step':>9} {'fwd':>7} {'bwd':>7} {'adamw':>7} {'tokens/s':>9} "
-              f"{'GFLOP/s':>8} {'torch ms':>9} {'ratio':>6} {'peak MiB':>9} {'torch MiB':>9} f64")
-    print(header)
-    results = []
-    for name in args.configs:
-        steps = args.steps or (5 if name == "seed-scale" else 30)
-        r = compare(name, steps, args.warmup, torch is not None, args.device)
-        c = CONFIGS[name]
-        m = r["minigrad"]
-        r["params"] = GPT(GPTConfig(**{k: v for k, v in c.items() if k != "batch"})).num_parameters()
-        r["tokens_per_s"] = c["batch"] * c["block_size"] / m["step"]
-        r["gflops"] = step_flops(c) / m["step"] / 1e9
-        r["fwd_bwd_gflops"] = step_flops(c) / (m["forward"] + m["backward"]) / 1e9
-        if not args.no_memory:
-            r["peak_mib"] = peak_memory("minigrad", name)
-            r["torch_peak_mib"] = peak_memory("torch", name) if torch is not None else None
-        results.append(r)
-        t = r.get("torch", {})
-        print(f"{name:<11} {r['params'] / 1e6:>7.2f}M {m['step'] * 1e3:>9.2f} {m['forward'] * 1e3:>7.2f} "
-              f"{m['backward'] * 1e3:>7.2f} {m['adamw'] * 1e3:>7.2f} {r['tokens_per_s']:>9.0f} {r['gflops']:>8.1f} "
-              f"{t.get('step', float('nan')) * 1e3:>9.2f} "
-              f"{r.get('ratio', float('nan')):>6.2f} {r.get('peak_mib', float('nan')):>9.0f} "
-              f"{(r.get('torch_peak_mib') or float('nan')):>9.0f} {'no' if r['float64_free'] else 'YES'}", flush=True)
-    again = matmul_ceiling(args.device)
-    print(f"float32 matmul 2048^3 at the end: {again:.1f} GFLOP/s")
-    ceiling = max(ceiling, again)
-    print("\nratio = median over pairs of minigrad step / PyTorch step (alternating); f64 = any float64 array in "
-          "a float32 step; fwd/bwd/adamw are minigrad's medians by phase")
-    for r in results:
-        print(f"{r['config']}: whole step at {100 * r['gflops'] / ceiling:.0f}% of the matmul ceiling, forward + "
-              f"backward at {r['fwd_bwd_gflops']:.1f} GFLOP/s = {100 * r['fwd_bwd_gflops'] / ceiling:.0f}%")
+    versions = spawn("versions", args)
+    if "torch" not in versions:
+        args.frameworks = ["minigrad"]
+    print_header(args, versions)
+    report: dict[str, Any] = {"settings": {**vars(args), "versions": versions, "cpu": _cpu_name()}}
+    if args.profile:
+        report["profiles"] = []
+        for name in args.configs:
+            steps = args.steps or default_steps(name, profile=True)
+            report["profiles"].append(spawn("profile", args, name, steps))
+            print_profile(report["profiles"][-1], args.warmup)
+            for fw in args.frameworks[1:]:
+                report["profiles"].append(spawn(f"{fw}-profile", args, name, steps))
+                print_torch_profile(report["profiles"][-1], FRAMEWORKS[fw])
+    else:
+        library = "CuPy" if args.device == "cuda" else "NumPy"
+        ceilings = [spawn("ceiling", args)["gflops"]]
+        print(f"{library} float32 matmul {CEILING_N}^3, in its own process: {ceilings[0]:.1f} GFLOP/s (the ceiling "
+              "for the array work; measured again at the end, the higher used)\n", flush=True)
+        report["results"] = []
+        for name in args.configs:
+            report["results"].append(measure(name, args))
+            print_result(report["results"][-1])
+        ceilings.append(spawn("ceiling", args)["gflops"])
+        report["ceiling_gflops"], report["ceiling_runs"] = max(ceilings), ceilings
+        print(f"{library} float32 matmul {CEILING_N}^3 at the end: {ceilings[1]:.1f} GFLOP/s\n")
+        print_summary(report["results"], report["ceiling_gflops"])
     if args.json:
-        Path(args.json).write_text(json.dumps({"ceiling_gflops": ceiling, "results": results}, indent=1))
+        _write_atomically(Path(args.json), json.dumps(report, indent=1))
 
 
-def _blas_thread_count() -> int:
-    return max((i["num_threads"] for i in blas_pools()), default=os.cpu_count() or 1)
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _cpu_name() -> str:
@@ -305,8 +567,4 @@ def _cpu_name() -> str:
 
 
 if __name__ == "__main__":
-    fast.keep_large_blocks_in_heap()  # as train.py does: big freed blocks are reused (README, Performance)
-    if sys.argv[1:2] == ["--memory-child"]:
-        memory_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
-    else:
-        main()
+    main()

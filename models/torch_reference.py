@@ -26,6 +26,7 @@ class MultiHeadSelfAttention(nn.Module):
         self.proj = nn.Linear(C, C, bias)
         self.attn_dropout = nn.Dropout(dropout)
         self.resid_dropout = nn.Dropout(dropout)
+        self.sdpa = False  # True: PyTorch's fused F.scaled_dot_product_attention (as nanoGPT), for the benchmark
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
@@ -34,11 +35,15 @@ class MultiHeadSelfAttention(nn.Module):
         q = q.view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
         k = k.view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
         v = v.view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
-        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T)
-        future = torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), diagonal=1)
-        scores = scores.masked_fill(future, float("-inf"))
-        weights = F.softmax(scores, dim=-1)  # (B, nh, T, T)
-        out = self.attn_dropout(weights) @ v  # (B, nh, T, hs)
+        if self.sdpa:  # the four steps below in PyTorch's fused kernel
+            p = self.attn_dropout.p if self.training else 0.0
+            out = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)  # (B, nh, T, hs)
+        else:
+            scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T)
+            future = torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), diagonal=1)
+            scores = scores.masked_fill(future, float("-inf"))
+            weights = F.softmax(scores, dim=-1)  # (B, nh, T, T)
+            out = self.attn_dropout(weights) @ v  # (B, nh, T, hs)
         out = out.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
         return self.resid_dropout(self.proj(out))
 
@@ -99,12 +104,17 @@ class TorchGPT(nn.Module):
         return logits, loss
 
 
-def from_minigrad(model: Any, dtype: torch.dtype = torch.float64, device: str = "cpu") -> TorchGPT:
-    """A TorchGPT with `model`'s config and a copy of its weights, in `dtype` on `device`.
+def from_minigrad(model: Any, dtype: torch.dtype = torch.float64, device: str = "cpu", sdpa: bool = False
+                  ) -> TorchGPT:
+    """A TorchGPT with `model`'s config and a copy of its weights, in `dtype` on `device`; with `sdpa`,
+    its attention runs F.scaled_dot_product_attention instead of the written-out steps.
 
     Its training mode follows `model`'s (dropout active in train mode; the masks differ from minigrad's).
     """
     ref = TorchGPT(model.config).to(dtype=dtype, device=device)  # convert first: loading copies into this dtype
     state = {name: torch.from_numpy(p.numpy()) for name, p in model.named_parameters()}
     ref.load_state_dict(state, strict=True)  # strict: every name must match both ways
+    for module in ref.modules():
+        if isinstance(module, MultiHeadSelfAttention):
+            module.sdpa = sdpa
     return ref.train(model.training)

@@ -40,7 +40,7 @@ sys.exit(0 if len(curves[0]) == 10 and worst < 1e-2 else "FAIL: CPU and GPU loss
 PY
 
 echo "== 3. benchmark on the GPU"
-python3 benchmarks/bench.py --device cuda --configs small gpt2 --steps 10 --json "$out/bench.json"
+python3 benchmarks/bench.py --device cuda --configs small gpt2 --steps 10 --pairs 3 --json "$out/bench.json"
 
 echo "== 4. the default task on the GPU"
 python3 train.py --device cuda --out "$out/default" | tee "$out/train.log"

@@ -1,14 +1,20 @@
-"""The benchmark's code path still runs, and a float32 training step never makes a float64 array."""
+"""The benchmark harness runs and reports what it measured (never how fast: no test asserts on time),
+the per-primitive profile adds up, and a float32 training step never makes a float64 array."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench  # noqa: E402
+
+TINY = ["--configs", "tiny", "--pairs", "1", "--steps", "2", "--warmup", "1"]
+NO_TORCH = "PyTorch is not installed: pip install 'minigrad[torch]' to run the benchmark against it"
 
 
 @pytest.mark.parametrize("config", ["tiny", "small"])
@@ -34,6 +40,142 @@ def test_the_float64_detector_can_fail(monkeypatch):
     assert not bench.float64_free(model, x, y)
 
 
-def test_benchmark_step_runs_without_torch():
-    result = bench.compare("tiny", steps=1, warmup=0, with_torch=False)
-    assert result["float64_free"] and result["minigrad"]["step"] > 0
+def _check_minigrad_result(r, steps, pairs):
+    c = bench.CONFIGS["tiny"]
+    m = r["frameworks"]["minigrad"]
+    assert r["float64_free"] is True and r["steps"] == steps
+    assert r["params"] == bench.GPT(bench.GPTConfig(**{k: v for k, v in c.items() if k != "batch"})).num_parameters()
+    assert all(m["ms"][phase] > 0 for phase in bench.PHASES)
+    assert m["tokens_per_s"] == pytest.approx(c["batch"] * c["block_size"] / m["ms"]["step"] * 1e3)
+    assert m["gflops"] == pytest.approx(bench.step_flops(c) / m["ms"]["step"] / 1e6)
+    assert m["peak_mib"] > 0
+    assert [len(p["step_ms"]) for p in m["processes"]] == [steps] * pairs
+
+
+def test_benchmark_without_torch_reports_minigrad_alone(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    bench.main([*TINY, "--frameworks", "minigrad", "--json", str(out)])
+    report = json.loads(out.read_text())
+    (r,) = report["results"]
+    assert list(r["frameworks"]) == ["minigrad"] and r["ratios"] == {}
+    _check_minigrad_result(r, steps=2, pairs=1)
+    assert len(report["ceiling_runs"]) == 2 and report["ceiling_gflops"] == max(report["ceiling_runs"]) > 0
+    printed = capsys.readouterr().out
+    assert "fresh process" in printed and "tiny (vocab 32" in printed
+
+
+def test_benchmark_against_torch_in_separate_processes_with_the_same_threads(tmp_path, capsys):
+    pytest.importorskip("torch", reason=NO_TORCH)
+    out = tmp_path / "bench.json"
+    bench.main([*TINY, "--threads", "1", "--json", str(out)])
+    (r,) = json.loads(out.read_text())["results"]
+    assert list(r["frameworks"]) == ["minigrad", "torch", "torch-sdpa"]
+    _check_minigrad_result(r, steps=2, pairs=1)
+    mine = r["frameworks"]["minigrad"]
+    assert "1 threads" in mine["threads"]  # OPENBLAS_NUM_THREADS reached minigrad's worker
+    for fw in ("torch", "torch-sdpa"):
+        theirs = r["frameworks"][fw]
+        assert theirs["threads"] == 1 and theirs["peak_mib"] > 0 and len(theirs["processes"]) == 1
+        ratio = r["ratios"][fw]
+        pairs = zip(mine["processes"], theirs["processes"], strict=True)
+        expected = [m["ms"]["step"] / t["ms"]["step"] for m, t in pairs]
+        assert ratio["pairs"] == pytest.approx(expected)
+        assert ratio["min"] <= ratio["median"] <= ratio["max"]
+    printed = capsys.readouterr().out
+    assert "PyTorch SDPA" in printed and "pairs: 1" in printed and "torch.set_num_threads(1)" in printed
+
+
+def test_heap_setting_is_turned_on_in_minigrad_workers_only(monkeypatch):
+    torch = pytest.importorskip("torch", reason=NO_TORCH)
+    calls = []
+    monkeypatch.setattr(bench.fast, "keep_large_blocks_in_heap", lambda: calls.append(True))
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # leave this test process's threads alone
+    made = {}
+    for kind in ("minigrad", "profile", "torch", "torch-sdpa", "float64"):
+        calls.clear()
+        bench.worker(kind, "tiny", steps=1, warmup=0, device="cpu", threads=1)
+        made[kind] = len(calls)
+    assert made == {"minigrad": 1, "profile": 1, "torch": 0, "torch-sdpa": 0, "float64": 0}
+
+
+def test_a_failing_worker_says_which_and_why():
+    args = bench.argparse.Namespace(warmup=0, device="cpu", threads=1)
+    with pytest.raises(RuntimeError, match="(?s)worker `--worker nonsense.*unknown worker kind 'nonsense'"):
+        bench.spawn("nonsense", args)
+
+
+def test_profile_covers_every_primitive_of_a_step_and_adds_up():
+    from minigrad.tensor import Function
+
+    model, _, x, y = bench.minigrad_setup(bench.CONFIGS["tiny"])
+    used = set()
+    original = Function.apply.__func__
+
+    def recording(cls, *inputs, **options):
+        used.add(cls.__name__)
+        return original(cls, *inputs, **options)
+
+    Function.apply = classmethod(recording)
+    try:
+        model(x, y)
+    finally:
+        Function.apply = classmethod(original)
+    methods = {(cls, m): vars(cls)[m] for cls in bench._function_classes() for m in ("forward", "backward")
+               if m in vars(cls)}
+
+    profile = bench.profile_primitives("tiny", steps=2, warmup=1)
+
+    assert {r["name"] for r in profile["primitives"]} == used
+    assert all(vars(cls)[m] is fn for (cls, m), fn in methods.items())  # the wrappers are gone again
+    rows = bench.profile_rows(profile)
+    assert all(t >= 0 for _, fwd, bwd, total in rows for t in (fwd or 0, bwd or 0, total))  # [engine] too
+    assert [label for label, *_ in rows[-2:]] == ["[engine]", "[optimizer]"]
+    phases = profile["phases_ms"]
+    assert sum(total for *_, total in rows) == pytest.approx(phases["step"])
+    assert sum(fwd for _, fwd, _, _ in rows[:-1]) == pytest.approx(phases["forward"])
+
+
+def test_profile_counts_a_primitive_inside_another_once():
+    from minigrad.tensor import Function
+
+    class Inner(Function):
+        def forward(self, a):
+            return a * 2
+
+    class Outer(Function):
+        def forward(self, a):
+            return Inner().forward(a) + 1
+
+    with bench.PrimitiveTimer() as timer:
+        Outer().forward(np.ones(3))
+    assert set(timer.seconds) == {("Outer", "forward")}
+
+
+def test_profile_command_prints_both_breakdowns(tmp_path, capsys):
+    pytest.importorskip("torch", reason=NO_TORCH)
+    out = tmp_path / "profile.json"
+    bench.main(["--profile", "--configs", "tiny", "--steps", "1", "--warmup", "0", "--json", str(out)])
+    mine, theirs, sdpa = json.loads(out.read_text())["profiles"]
+    assert mine["phases_ms"]["step"] > 0 and mine["primitives"]
+    for p in (theirs, sdpa):
+        assert p["clock"] == "CPU" and p["ops"] and p["total_self_ms"] >= sum(op["self_ms"] for op in p["ops"])
+    assert any("scaled_dot_product" in op["name"] for op in sdpa["ops"])
+    printed = capsys.readouterr().out
+    assert "[whole step]" in printed and "torch.profiler" in printed
+
+
+def test_sdpa_reference_is_the_written_out_attention():
+    """PyTorch's second reference computes the same loss and gradients as the first (float64)."""
+    torch = pytest.importorskip("torch", reason=NO_TORCH)
+    from models.torch_reference import from_minigrad
+
+    model, _, x, y = bench.minigrad_setup(bench.CONFIGS["tiny"])
+    grads = []
+    for sdpa in (False, True):
+        ref = from_minigrad(model, sdpa=sdpa)
+        _, loss = ref(torch.from_numpy(x), torch.from_numpy(y))
+        loss.backward()
+        grads.append({n: p.grad for n, p in ref.named_parameters()} | {"loss": loss.detach()})
+    assert grads[0].keys() == grads[1].keys()
+    for name, g in grads[0].items():
+        torch.testing.assert_close(grads[1][name], g, rtol=1e-10, atol=1e-12, msg=name)
