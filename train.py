@@ -354,5 +354,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    fast.keep_large_blocks_in_heap()  # a whole run: big freed blocks are reused (README, Performance)
+    fast.keep_large_blocks_in_heap()  # a whole run: big freed blocks are reused (docs/performance.md)
     sys.exit(main())

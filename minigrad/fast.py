@@ -30,7 +30,7 @@ def keep_large_blocks_in_heap() -> None:
     time pays the page faults of touching new memory again and again. With mmap off and heap
     trimming off, a freed block is reused by the next step; the process keeps its peak memory.
     MINIGRAD_GLIBC_DEFAULTS=1 keeps glibc's defaults (to measure the difference). The effect is
-    measured in README.md, section Performance.
+    measured in docs/performance.md.
     """
     if not sys.platform.startswith("linux") or os.environ.get("MINIGRAD_GLIBC_DEFAULTS") == "1":
         return
