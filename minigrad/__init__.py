@@ -13,6 +13,7 @@ from minigrad.elementwise import abs, clamp, clip, cos, erf, maximum, minimum, r
 from minigrad.finite_differences import GradcheckError, gradcheck
 from minigrad.reductions import all, any, argmax, argmin, cumsum, logsumexp, max, min, prod, std, var
 from minigrad.serialization import load, save
+from minigrad.shapes import chunk, flatten, flip, gather, split, squeeze, stack, tril, triu, unflatten, unsqueeze
 from minigrad.tensor import (
     Function,
     Tensor,
@@ -43,4 +44,6 @@ __all__ = [
     "abs", "all", "any", "argmax", "argmin", "clamp", "clip", "cos", "cumsum", "erf", "eye", "full", "full_like",
     "logsumexp", "max", "maximum", "min", "minimum", "ones_like", "prod", "rsqrt", "sigmoid", "sin", "std", "var",
     "where", "zeros_like",
+    # shape ops as torch.X (shapes.py)
+    "chunk", "flatten", "flip", "gather", "split", "squeeze", "stack", "tril", "triu", "unflatten", "unsqueeze",
 ]

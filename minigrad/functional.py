@@ -1,7 +1,8 @@
-"""Neural-network functions, imported as F: softmax, log_softmax, masked_fill, causal_mask, embedding,
-gelu, relu, leaky_relu, silu, dropout here; linear (matmul.py), layer_norm (normalization.py),
-cross_entropy (losses.py), concatenate (shapes.py) and sigmoid (elementwise.py) re-exported beside them,
-as torch.nn.functional offers them.
+"""Neural-network functions, imported as F: softmax, log_softmax, masked_fill, embedding, one_hot,
+gelu, relu, leaky_relu, silu, dropout here; linear (matmul.py), layer_norm and rms_norm
+(normalization.py), cross_entropy (losses.py), scaled_dot_product_attention and causal_mask
+(attention.py), concatenate (shapes.py) and sigmoid (elementwise.py) re-exported beside them, as
+torch.nn.functional offers them.
 
 Each is one Function with a closed-form backward, rather than a chain of exp/sum/div nodes: fewer
 temporaries, fewer graph nodes, and numerically stable (softmax subtracts the row maximum).
@@ -19,14 +20,16 @@ import math
 from typing import Any
 
 from minigrad import backend
+from minigrad.attention import causal_mask, scaled_dot_product_attention
 from minigrad.elementwise import _sigmoid, sigmoid
 from minigrad.matmul import linear, matmul
-from minigrad.normalization import layer_norm
+from minigrad.normalization import layer_norm, rms_norm
 from minigrad.shapes import _aux_array, _check_range, concatenate
 from minigrad.tensor import Function, Tensor
 
 __all__ = ["matmul", "linear", "softmax", "log_softmax", "masked_fill", "causal_mask", "layer_norm",
-           "cross_entropy", "embedding", "gelu", "relu", "dropout", "concatenate", "sigmoid", "silu", "leaky_relu"]
+           "cross_entropy", "embedding", "gelu", "relu", "dropout", "concatenate", "sigmoid", "silu", "leaky_relu",
+           "rms_norm", "scaled_dot_product_attention", "one_hot"]
 
 
 # ---- softmax, log_softmax ----
@@ -114,19 +117,6 @@ def masked_fill(x: Tensor, mask: Any, value: float) -> Tensor:
     return MaskedFillFunction.apply(x, mask=mask, value=value)
 
 
-def causal_mask(T: int, T_k: int | None = None, device: str = "cpu") -> Tensor:
-    """(T, T_k) booleans, True where key j lies in the future of query i and must be hidden.
-
-    The T queries are the last T of the T_k positions (T_k > T when a key/value cache holds the
-    earlier ones), so query i sits at position i + T_k - T.
-    """
-    T_k = T if T_k is None else T_k
-    if T < 0 or T_k < T:
-        raise ValueError(f"causal_mask: need 0 <= T <= T_k, got T={T}, T_k={T_k}")
-    xp = backend.module_for(device)
-    return Tensor._wrap(xp.triu(xp.ones((T, T_k), dtype=bool), k=T_k - T + 1), False)
-
-
 # ---- embedding ----
 
 class EmbeddingFunction(Function):
@@ -149,6 +139,24 @@ def embedding(weight: Tensor, indices: Any) -> Tensor:
         raise ValueError(f"embedding: weight must be (num, dim), got shape {weight.shape}")
     _check_range("embedding", indices, weight.shape[0], "index")
     return EmbeddingFunction.apply(weight, indices=indices)
+
+
+def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
+    """Integer class indices of any shape as int64 rows with a 1 at each index and 0 elsewhere: shape
+    (*tensor.shape, num_classes), as torch.nn.functional.one_hot. num_classes=-1 means the largest
+    index + 1 (read back from the device, as it decides the shape). No gradient: the result is integers."""
+    indices = tensor if isinstance(tensor, Tensor) else Tensor(tensor)
+    if indices.dtype.kind not in "iu":
+        raise TypeError(f"one_hot: class indices must be integers, got dtype {indices.dtype}")
+    if num_classes == -1:
+        if indices.size == 0:
+            raise ValueError("one_hot: an empty tensor has no largest index; pass num_classes")
+        num_classes = int(indices.data.max()) + 1
+    if num_classes < 1:
+        raise ValueError(f"one_hot: num_classes must be positive or -1, got {num_classes}")
+    _check_range("one_hot", indices.data, num_classes, "index")
+    xp = backend.get_array_module(indices.data)
+    return Tensor._wrap((indices.data[..., None] == xp.arange(num_classes)).astype("int64"), False)
 
 
 # ---- activations ----

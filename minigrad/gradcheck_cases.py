@@ -171,6 +171,92 @@ CASES += [
 ]
 
 
+# ---- PyTorch's shape ops, RMS norm, attention, and cross-entropy's options ----
+
+def _split_sizes(x: Tensor) -> Tensor:
+    """Pieces of sizes 1, 3, 2 put back in another order, each used differently."""
+    a, b, c = x.split([1, 3, 2], dim=1)
+    return F.concatenate([c * 2.0, a, b * b], axis=1)
+
+
+def _split_one_unused(x: Tensor) -> Tensor:
+    a, _, c = x.split(2, dim=-1)  # the middle piece gets no gradient: its part of dx must be 0
+    return a * c
+
+
+def _split_piece_twice(x: Tensor) -> Tensor:
+    a, b = x.split(2, dim=1)
+    return a * b + a
+
+
+def _split_uneven(x: Tensor) -> Tensor:
+    a, b, c = x.split(2)  # 5 rows: 2, 2, 1
+    return F.concatenate([a * 3.0, b, c * c])
+
+
+def _chunk_broadcast(x: Tensor) -> Tensor:
+    a, b, c = x.chunk(3, dim=-1)  # 7 columns: 3, 3, 1
+    return a * b + c
+
+
+def _seeded_attention_dropout(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    backend.manual_seed(0)
+    return F.scaled_dot_product_attention(q, k, v, dropout_p=0.3)
+
+
+_GATHER_1 = np.array([[0, 0, 3], [1, 2, 1], [3, 3, 3]])
+_GATHER_0 = np.array([[[3, 0], [1, 1]], [[2, 2], [0, 3]]])
+_SEES = np.array([[True, True, False, False, True], [False, False, False, False, False],
+                  [True, False, True, True, True]])  # query 1 may see no key: its output and gradient are 0
+
+CASES += [
+    Case("stack dim 1", lambda a, b, c: mg.stack([a, b, c], dim=1), ((2, 3), (2, 3), (2, 3))),
+    Case("stack dim -1 batched", lambda a, b: mg.stack([a, b], dim=-1), ((2, 3, 4), (2, 3, 4))),
+    Case("split sizes list", _split_sizes, ((2, 6),)),
+    Case("split a piece unused", _split_one_unused, ((2, 3, 6),)),
+    Case("split a piece used twice", _split_piece_twice, ((3, 4),)),
+    Case("split uneven", _split_uneven, ((5, 3),)),
+    Case("chunk uneven broadcast", _chunk_broadcast, ((2, 4, 7),)),
+    Case("squeeze all", lambda x: x.squeeze(), ((2, 1, 3, 1),)),
+    Case("squeeze dims", lambda x: mg.squeeze(x, (0, 1)), ((2, 1, 3),)),
+    Case("unsqueeze outer product", lambda x: x.unsqueeze(-1) * mg.unsqueeze(x, 1), ((2, 3),)),
+    Case("expand", lambda x: x.expand(2, -1, 4), ((3, 1),)),
+    Case("expand new and stretched axes", lambda x, y: x.expand(2, 3, 4) * y, ((1, 4), (2, 3, 4))),
+    Case("flatten", lambda x: x.flatten(1), ((2, 3, 4),)),
+    Case("flatten middle", lambda x: mg.flatten(x, 1, 2), ((2, 3, 4, 2),)),
+    Case("unflatten", lambda x: x.unflatten(1, (3, -1)), ((2, 12),)),
+    Case("flip two dims", lambda x: x.flip(0, 2), ((2, 3, 4),)),
+    Case("flip last dim", lambda x: mg.flip(x, -1), ((3, 5),)),
+    Case("tril batched", lambda x: x.tril(), ((2, 3, 4),)),
+    Case("tril diagonal -1", lambda x: mg.tril(x, -1), ((4, 3),)),
+    Case("triu diagonal 1", lambda x: x.triu(1), ((2, 3, 5),)),
+    Case("repeat", lambda x: x.repeat(2, 3), ((2, 3),)),
+    Case("repeat new axis", lambda x: x.repeat(2, 1, 3), ((3, 2),)),
+    Case("gather dim 1 repeated", lambda x: x.gather(1, _GATHER_1), ((3, 4),)),
+    Case("gather dim 0 smaller index", lambda x: mg.gather(x, 0, _GATHER_0), ((4, 3, 2),)),
+    Case("rms_norm", lambda x, w: F.rms_norm(x, (8,), w, eps=1e-5), ((2, 3, 8), (8,))),
+    Case("rms_norm two axes eps None", lambda x, w: F.rms_norm(x, (3, 4), w), ((2, 3, 4), (3, 4))),
+    Case("rms_norm no weight", lambda x: F.rms_norm(x, 5), ((3, 5),)),
+    Case("sdpa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v), ((2, 3, 4), (2, 5, 4), (2, 5, 6))),
+    Case("sdpa causal", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+         ((2, 2, 4, 3), (2, 2, 4, 3), (2, 2, 4, 5))),
+    Case("sdpa causal T_q < T_k", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+         ((1, 2, 2, 3), (1, 2, 5, 3), (1, 2, 5, 3))),
+    Case("sdpa bool mask broadcast batch", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, _SEES),
+         ((2, 1, 3, 4), (1, 2, 5, 4), (5, 3))),
+    Case("sdpa float mask and scale", lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, m, scale=0.3),
+         ((2, 3, 4), (2, 5, 4), (2, 5, 2), (3, 5))),
+    Case("sdpa dropout", _seeded_attention_dropout, ((2, 3, 4), (2, 3, 4), (2, 3, 4))),
+    Case("cross_entropy sum", lambda x: F.cross_entropy(x, _TARGETS, reduction="sum"), ((2, 3, 5),)),
+    Case("cross_entropy none ignore_index", lambda x: F.cross_entropy(x, _IGNORED, reduction="none"), ((2, 3, 5),)),
+    Case("cross_entropy smoothing ignore_index",
+         lambda x: F.cross_entropy(x, _IGNORED, label_smoothing=0.2), ((2, 3, 5),)),
+    Case("cross_entropy probabilities", lambda x, p: F.cross_entropy(x, p, label_smoothing=0.1),
+         ((2, 3, 5), (2, 3, 5))),
+    Case("cross_entropy probabilities none", lambda x, p: F.cross_entropy(x, p, reduction="none"), ((4, 5), (4, 5))),
+]
+
+
 def run_table(cases: list[Case], device: str = "cpu") -> bool:
     """Check every case and print one line each; True when all pass."""
     print(f"{'op':<38} {'input shapes':<38} {'max abs err':>11} {'max rel err':>11}  result")

@@ -1,4 +1,5 @@
-"""Layers with parameters: Module, Parameter, Linear, Embedding, LayerNorm, Dropout, ModuleList, Sequential.
+"""Layers with parameters: Module, Parameter, Linear, Embedding, LayerNorm, RMSNorm, Dropout, ModuleList,
+Sequential.
 
 A Module registers the Parameters and Modules assigned to its attributes, so `named_parameters()`
 gives dotted names (`blocks.0.attn.qkv.weight`) and `state_dict()` / `load_state_dict()` follow them.
@@ -166,6 +167,21 @@ class LayerNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.layer_norm(x, self.weight, self.bias, self.eps)
+
+
+class RMSNorm(Module):
+    """Divide the last axes (those of `normalized_shape`) by their root mean square, then scale
+    (learned, init 1), as torch.nn.RMSNorm; eps=None means the dtype's machine epsilon."""
+
+    def __init__(self, normalized_shape: int | tuple[int, ...], eps: float | None = None,
+                 elementwise_affine: bool = True, dtype: DType = np.float32, device: str = "cpu") -> None:
+        super().__init__()
+        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.eps = eps
+        self.weight = constant(self.normalized_shape, 1.0, dtype, device) if elementwise_affine else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
 
 class Dropout(Module):

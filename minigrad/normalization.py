@@ -1,5 +1,5 @@
-"""Layer normalisation over the last axis, one Function with a closed-form backward.
-Shapes: N = all leading dimensions flattened, C channels.
+"""Layer normalisation over the last axis and RMS normalisation over the last few, each one Function
+with a closed-form backward. Shapes: N = all leading dimensions flattened, C channels.
 Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
 elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
 torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
@@ -8,6 +8,8 @@ shares its name with an nn layer (nn.Linear); tensor math keeps bare names (Add,
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from minigrad import backend
 from minigrad.tensor import Function, Tensor
@@ -61,3 +63,49 @@ def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = No
     if bias is not None and weight is None:
         raise ValueError("layer_norm: a bias without a weight is not supported")
     return LayerNormFunction.apply(x, *(p for p in (weight, bias) if p is not None), eps=eps)
+
+
+# ---- RMS norm ----
+
+class RMSNormFunction(Function):
+    """y = x * rstd * w over the normalised (last) axes, rstd = 1 / sqrt(mean(x^2) + eps): layer norm
+    without the mean, as LLaMA uses it.
+
+    dx = rstd * (dxhat - xhat * mean(dxhat * xhat)),  with xhat = x * rstd and dxhat = dout * w
+    (x enters through x and through rstd: d rstd / dx = -rstd^3 x / D, D the normalised count);
+    dw = dout * xhat summed over the leading axes
+    """
+
+    def forward(self, x, *weight, axes, eps):
+        xp = backend.get_array_module(x)
+        rstd = 1 / xp.sqrt((x * x).mean(axis=axes, keepdims=True) + eps)
+        xhat = x * rstd
+        self.xhat, self.rstd, self.axes, self.w = xhat, rstd, axes, weight[0] if weight else None
+        return xhat * weight[0] if weight else xhat
+
+    def backward(self, dout):
+        # in the forward pass this was: y = xhat * w,  xhat = x * rstd,  rstd = 1 / sqrt(mean(x^2) + eps)
+        xhat, w = self.xhat, self.w
+        dxhat = dout if w is None else dout * w
+        dx = dxhat - xhat * (dxhat * xhat).mean(axis=self.axes, keepdims=True)
+        dx *= self.rstd
+        if w is None:
+            return (dx,)
+        leading = tuple(range(dout.ndim - len(self.axes)))
+        return dx, (dout * xhat).sum(axis=leading) if self.needs_input_grad[1] else None
+
+
+def rms_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """Divide by the root mean square over the last axes, those of `normalized_shape`, then scale by
+    `weight` (of that shape), as torch.nn.functional.rms_norm; eps=None means the dtype's machine
+    epsilon (numpy.finfo(dtype).eps), as in PyTorch."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape or x.shape[x.ndim - len(shape):] != shape:
+        raise ValueError(f"rms_norm: normalized_shape {shape} is not the trailing shape of an input of shape {x.shape}")
+    if weight is not None and weight.shape != shape:
+        raise ValueError(f"rms_norm: weight of shape {weight.shape} for normalized_shape {shape}")
+    if eps is None:
+        eps = float(backend.get_array_module(x.data).finfo(x.dtype).eps)
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    return RMSNormFunction.apply(x, *(() if weight is None else (weight,)), axes=axes, eps=eps)

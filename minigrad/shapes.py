@@ -1,6 +1,8 @@
 """Shape and indexing: reshape, transpose, x[index], concatenate, and the checks that turn index and
 mask arguments into arrays on the right device. Their backward passes move gradients back to where
-the values came from.
+the values came from. Then PyTorch's shape ops with PyTorch's names and arguments (dim, not axis):
+stack, split (one node with several outputs), chunk, squeeze, unsqueeze, expand, flatten, unflatten,
+flip, tril, triu, repeat and gather.
 Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
 elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
 torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
@@ -8,11 +10,13 @@ torch.nn.functional sit in functional.py, normalization.py and losses.py (all re
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
 from typing import Any
 
-from minigrad import backend
-from minigrad.tensor import Function, Tensor
+from minigrad import backend, elementwise  # the module, not its names: any import order works
+from minigrad.tensor import Function, Tensor, _shape
 
 # ---- shape ----
 
@@ -134,13 +138,13 @@ class Concatenate(Function):
         return backend.get_array_module(xs[0]).concatenate(xs, axis=axis)
 
     def backward(self, dout):
-        dxs, start = [], 0
-        for size in self.sizes:
-            index = [slice(None)] * dout.ndim
-            index[self.axis] = slice(start, start + size)
-            dxs.append(dout[tuple(index)])
-            start += size
-        return tuple(dxs)
+        return tuple(dout[piece] for piece in _pieces(self.sizes, self.axis))
+
+
+def _pieces(sizes: Sequence[int], axis: int) -> list[tuple[slice, ...]]:
+    """The index of each piece of sizes `sizes` laid side by side along `axis`."""
+    ends = itertools.accumulate(sizes)
+    return [(slice(None),) * axis + (slice(end - size, end),) for end, size in zip(ends, sizes, strict=True)]
 
 
 def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
@@ -150,3 +154,259 @@ def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     if not -ndim <= axis < ndim:
         raise ValueError(f"concatenate: axis {axis} is out of range for tensors of shape {tensors[0].shape}")
     return Concatenate.apply(*tensors, axis=axis % ndim)
+
+
+# ---- PyTorch's shape ops: dims ----
+
+def _dim(op: str, dim: int, ndim: int) -> int:
+    """`dim` (negative counts from the end) as an axis in [0, ndim), or an error naming the op."""
+    if not -ndim <= dim < ndim:
+        raise ValueError(f"{op}: dim {dim} is out of range [{-ndim}, {ndim - 1}] for a tensor with {ndim} dimensions")
+    return dim % ndim
+
+
+def _dims(op: str, dims: int | Sequence[int], ndim: int) -> tuple[int, ...]:
+    """One dim or several, each checked by _dim; naming one twice is refused."""
+    dims = tuple(_dim(op, d, ndim) for d in ((dims,) if isinstance(dims, int) else dims))
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"{op}: dims {dims} name an axis twice")
+    return dims
+
+
+# ---- stack, split, chunk ----
+
+class Stack(Function):
+    """y = stack(xs, dim): the xs side by side along a new axis `dim`;  dx_i = dout at index i of dim"""
+
+    def forward(self, *xs, dim):
+        self.dim = dim
+        return backend.get_array_module(xs[0]).stack(xs, axis=dim)
+
+    def backward(self, dout):
+        return tuple(dout[(slice(None),) * self.dim + (i,)] for i in range(dout.shape[self.dim]))
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Tensors of one shape, stacked along a new axis at `dim` (in [-ndim - 1, ndim]), as torch.stack."""
+    if not tensors:
+        raise ValueError("stack: need at least one tensor")
+    if len({t.shape for t in tensors}) > 1:
+        raise ValueError(f"stack: tensors must have one shape, got {', '.join(str(t.shape) for t in tensors)}")
+    return Stack.apply(*tensors, dim=_dim("stack", dim, tensors[0].ndim + 1))
+
+
+class Split(Function):
+    """ys = the pieces of x along `dim` (views);  dx = the pieces' gradients side by side along dim,
+    zeros for a piece that received none.
+
+    One node with several outputs (see Function in tensor.py), so that backward runs once, with the
+    gradients of all pieces, and writes them into one new array of x's shape. Slicing instead, as in
+    q, k, v = qkv[..., :C], qkv[..., C:2C], qkv[..., 2C:], makes three nodes, each returning a gradient
+    of qkv's full shape that is zero outside its slice, and the engine adds the three up.
+    """
+
+    def forward(self, x, sizes, dim):
+        self.x_shape, self.x_dtype, self.pieces = x.shape, x.dtype, _pieces(sizes, dim)
+        return tuple(x[piece] for piece in self.pieces)
+
+    def backward(self, douts):
+        xp = backend.get_array_module(next(d for d in douts if d is not None))
+        dx = xp.empty(self.x_shape, dtype=self.x_dtype)
+        for piece, d in zip(self.pieces, douts, strict=True):
+            dx[piece] = 0 if d is None else d
+        return (dx,)
+
+
+def split(x: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """x cut along `dim`, as torch.split: into pieces of split_size (the last one smaller where the
+    size does not divide), or of the listed sizes, which must add up to the axis's size."""
+    d = _dim("split", dim, x.ndim)
+    n = x.shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size < 0 or (size == 0 and n):
+            raise ValueError(f"split: split_size must be positive, got {size} for dim {dim} of size {n}")
+        sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if any(s < 0 for s in sizes) or sum(sizes) != n:
+            raise ValueError(f"split: sizes {sizes} do not add up to {n}, the size of dim {dim} of a tensor "
+                             f"of shape {x.shape}")
+    return Split.apply(x, sizes=tuple(sizes), dim=d)
+
+
+def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """x cut along `dim` into pieces of ceil(n / chunks), the last one smaller, as torch.chunk (so
+    there can be fewer than `chunks` pieces: 6 in 4 chunks gives 3 of 2)."""
+    if chunks < 1:
+        raise ValueError(f"chunk: chunks must be at least 1, got {chunks}")
+    n = x.shape[_dim("chunk", dim, x.ndim)]
+    return split(x, -(-n // chunks) if n else [0] * chunks, dim)
+
+
+# ---- squeeze, unsqueeze, flatten, unflatten: reshapes ----
+
+def squeeze(x: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    """x without its axes of size 1: all of them, or those among `dim` (an int or a tuple). As in
+    PyTorch, an axis named in `dim` whose size is not 1 stays, rather than raising."""
+    dims = range(x.ndim) if dim is None else _dims("squeeze", dim, x.ndim)
+    return reshape(x, tuple(n for i, n in enumerate(x.shape) if i not in dims or n != 1))
+
+
+def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    """x with a new axis of size 1 at `dim`, in [-ndim - 1, ndim]."""
+    d = _dim("unsqueeze", dim, x.ndim + 1)
+    return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Axes start_dim to end_dim (both included) merged into one; a 0-d tensor becomes shape (1,)."""
+    if x.ndim == 0:
+        return reshape(x, 1)
+    start, end = _dim("flatten", start_dim, x.ndim), _dim("flatten", end_dim, x.ndim)
+    if start > end:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} in a tensor of shape {x.shape}")
+    return reshape(x, x.shape[:start] + (math.prod(x.shape[start:end + 1]),) + x.shape[end + 1:])
+
+
+def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    """Axis `dim` unfolded into `sizes` (one of them may be -1, for what remains): flatten's inverse."""
+    d, sizes = _dim("unflatten", dim, x.ndim), tuple(sizes)
+    n, known = x.shape[d], math.prod(s for s in sizes if s != -1)
+    free = sizes.count(-1)
+    if free > 1 or any(s < -1 for s in sizes) or (known != n if not free else known == 0 or n % known):
+        raise ValueError(f"unflatten: sizes {sizes} do not multiply to {n}, the size of dim {dim} of a tensor "
+                         f"of shape {x.shape}")
+    sizes = tuple(n // known if s == -1 else s for s in sizes)
+    return reshape(x, x.shape[:d] + sizes + x.shape[d + 1:])
+
+
+# ---- expand, repeat ----
+
+class Expand(Function):
+    """y = x broadcast to `shape` (a read-only view, nothing copied);  dx = dout summed back over the
+    axes that were broadcast (the adjoint of broadcasting is summing)"""
+
+    def forward(self, x, shape):
+        self.x_shape = x.shape
+        return backend.get_array_module(x).broadcast_to(x, shape)
+
+    def backward(self, dout):
+        return (elementwise.unbroadcast(dout, self.x_shape),)
+
+
+def expand(x: Tensor, *sizes: int) -> Tensor:
+    """x repeated along its axes of size 1 without copying, as torch's Tensor.expand: -1 keeps an
+    axis's size, and new axes may be added in front."""
+    sizes = _shape(sizes)
+    lead = len(sizes) - x.ndim
+    shape = tuple(x.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
+    if lead < 0 or any(s < 0 for s in shape) or any(n not in (1, shape[lead + i]) for i, n in enumerate(x.shape)):
+        raise ValueError(f"expand: a tensor of shape {x.shape} cannot be expanded to {sizes}: only axes of size 1 "
+                         "grow, and -1 (keep the size) is for existing axes")
+    return Expand.apply(x, shape=shape)
+
+
+class Repeat(Function):
+    """y = x tiled repeats[i] times along axis i (numpy.tile);  dx = dout summed over the copies:
+    dout reshaped to (r0, n0, r1, n1, ...) and summed over the r axes"""
+
+    def forward(self, x, repeats):
+        self.x_shape, self.repeats = x.shape, repeats
+        return backend.get_array_module(x).tile(x, repeats)
+
+    def backward(self, dout):
+        padded = (1,) * (len(self.repeats) - len(self.x_shape)) + self.x_shape  # x seen with the new axes
+        copies_and_sizes = [m for r, n in zip(self.repeats, padded, strict=True) for m in (r, n)]
+        dx = dout.reshape(copies_and_sizes).sum(axis=tuple(range(0, 2 * len(self.repeats), 2)))
+        return (dx.reshape(self.x_shape),)
+
+
+def repeat(x: Tensor, *sizes: int) -> Tensor:
+    """x copied sizes[i] times along axis i, as torch's Tensor.repeat (numpy.tile): extra leading
+    sizes add new axes in front."""
+    sizes = _shape(sizes)
+    if len(sizes) < x.ndim or any(s < 0 for s in sizes):
+        raise ValueError(f"repeat: sizes {sizes} for a tensor of shape {x.shape}: need one size >= 0 per axis "
+                         "at least")
+    return Repeat.apply(x, repeats=sizes)
+
+
+# ---- flip, tril, triu ----
+
+class Flip(Function):
+    """y = x reversed along `dims`;  dx = dout reversed along the same dims"""
+
+    def forward(self, x, dims):
+        self.dims = dims
+        return backend.get_array_module(x).flip(x, dims)
+
+    def backward(self, dout):
+        return (backend.get_array_module(dout).flip(dout, self.dims),)
+
+
+def flip(x: Tensor, dims: int | Sequence[int]) -> Tensor:
+    """x reversed along each axis in `dims`, as torch.flip."""
+    return Flip.apply(x, dims=_dims("flip", dims, x.ndim))
+
+
+class Triangle(Function):
+    """y = tril(x, k) or triu(x, k) over the last two axes: x times a 0/1 mask, so dx = the same
+    triangle of dout"""
+
+    def forward(self, x, diagonal, upper):
+        xp = backend.get_array_module(x)
+        self.triangle, self.diagonal = (xp.triu if upper else xp.tril), diagonal
+        return self.triangle(x, diagonal)
+
+    def backward(self, dout):
+        return (self.triangle(dout, self.diagonal),)
+
+
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    """x with the entries above the `diagonal`-th diagonal of its last two axes set to 0."""
+    _check_matrices("tril", x)
+    return Triangle.apply(x, diagonal=diagonal, upper=False)
+
+
+def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    """x with the entries below the `diagonal`-th diagonal of its last two axes set to 0."""
+    _check_matrices("triu", x)
+    return Triangle.apply(x, diagonal=diagonal, upper=True)
+
+
+def _check_matrices(op: str, x: Tensor) -> None:
+    if x.ndim < 2:
+        raise ValueError(f"{op}: needs a tensor of at least 2 dimensions, got shape {x.shape}")
+
+
+# ---- gather ----
+
+class Gather(Function):
+    """y[i, j, k] = x[i, index[i, j, k], k] (for dim 1);  dx = zeros with dout added at those places
+    (an index that repeats accumulates)"""
+
+    def forward(self, x, index, dim):
+        xp = backend.get_array_module(x)
+        # along every other axis d, position i of y reads position i of x, so y covers index.shape only
+        self.where = tuple(index if d == dim else xp.arange(n).reshape((n,) + (1,) * (index.ndim - d - 1))
+                           for d, n in enumerate(index.shape))
+        self.x_shape = x.shape
+        return x[self.where]
+
+    def backward(self, dout):
+        dx = backend.get_array_module(dout).zeros(self.x_shape, dtype=dout.dtype)
+        backend.scatter_add(dx, self.where, dout)
+        return (dx,)
+
+
+def gather(x: Tensor, dim: int, index: Any) -> Tensor:
+    """Values of x picked along `dim` by integer `index`, as torch.gather: index has x's number of
+    axes, no larger than x's along the others, and the result has index's shape."""
+    d = _dim("gather", dim, x.ndim)
+    index = _aux_array("gather", index, x, "iu")
+    if index.ndim != x.ndim or any(m > n for i, (m, n) in enumerate(zip(index.shape, x.shape, strict=True)) if i != d):
+        raise ValueError(f"gather: index of shape {index.shape} for a tensor of shape {x.shape} along dim {dim}: "
+                         "it needs as many axes, none larger than the tensor's except along dim")
+    _check_range("gather", index, x.shape[d], "index")
+    return Gather.apply(x, index=index, dim=d)

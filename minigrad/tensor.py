@@ -51,6 +51,10 @@ class Function:
     needed; `self.needs_input_grad` says which). Each dx must be a new array, `dout` itself, or a
     view of `dout`: the engine copies before writing into the latter two.
 
+    A forward that returns a tuple of arrays makes a node with several outputs (split does): each
+    output tensor gets its own edge, an `Output`, and backward runs once, with a list of every
+    output's gradient (None for an output that received none) in place of `dout`.
+
     The graph's edges are `parents`: for each input, the node that computed it, or the input itself
     when it is a leaf (None when it needs no gradient). Edges lead to nodes, not to the tensors
     between them, so an intermediate result stays in memory only if some backward saved it.
@@ -60,7 +64,7 @@ class Function:
     needs_input_grad: tuple[bool, ...] = ()
 
     @classmethod
-    def apply(cls, *inputs: Tensor, **options: Any) -> Tensor:
+    def apply(cls, *inputs: Tensor, **options: Any) -> Tensor | tuple[Tensor, ...]:
         op = cls.__name__.removesuffix("Function").lower()  # LinearFunction -> "linear", in error messages
         if len(inputs) > 1:
             _check_same_device(op, inputs)
@@ -74,9 +78,17 @@ class Function:
         except ValueError as err:  # a NumPy/CuPy shape complaint: say which op and which shapes
             shapes = ", ".join(str(t.shape) for t in inputs)
             raise ValueError(f"{op}: inputs of shapes {shapes}: {err}") from None
-        result = Tensor._wrap(out, requires_grad)
         if requires_grad:
             fn.parents = tuple((t._ctx or t) if t.requires_grad else None for t in inputs)
+        if isinstance(out, tuple):  # several outputs: each reaches this node through its own edge
+            results = tuple(Tensor._wrap(o, requires_grad) for o in out)
+            if requires_grad:
+                fn.n_outputs = len(out)
+                for i, r in enumerate(results):
+                    r._ctx = Output(fn, i, r.data)
+            return results
+        result = Tensor._wrap(out, requires_grad)
+        if requires_grad:
             fn.shape, fn.dtype = out.shape, out.dtype  # what this node hands its consumers, for checks
             result._ctx = fn
         return result
@@ -91,6 +103,15 @@ class Function:
         """Drop the saved arrays and the inputs once backward has used them."""
         self.__dict__.clear()
         self.parents = None
+
+
+class Output(Function):
+    """The edge to output `index` of a node with several outputs. The backward sweep calls no
+    backward here: it files the gradient in the node's list, at `index`, for the node's one backward."""
+
+    def __init__(self, node: Function, index: int, array: Any) -> None:
+        self.parents, self.index = (node,), index
+        self.shape, self.dtype = array.shape, array.dtype  # for the checks, as a one-output node has
 
 
 def _check_same_device(op: str, inputs: Sequence[Tensor]) -> None:
@@ -271,6 +292,21 @@ class Tensor:
     def var(self, axis=None, **options) -> Tensor: return reductions.var(self, axis, **options)
     def std(self, axis=None, **options) -> Tensor: return reductions.std(self, axis, **options)
 
+    # shape ops with PyTorch's names and arguments (dim, not axis); torch.X of the same name in shapes.py
+    def split(self, split_size_or_sections, dim: int = 0) -> tuple[Tensor, ...]:
+        return shapes.split(self, split_size_or_sections, dim)
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]: return shapes.chunk(self, chunks, dim)
+    def squeeze(self, dim=None) -> Tensor: return shapes.squeeze(self, dim)
+    def unsqueeze(self, dim: int) -> Tensor: return shapes.unsqueeze(self, dim)
+    def expand(self, *sizes: int) -> Tensor: return shapes.expand(self, *sizes)
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor: return shapes.flatten(self, start_dim, end_dim)
+    def unflatten(self, dim: int, sizes) -> Tensor: return shapes.unflatten(self, dim, sizes)
+    def flip(self, *dims: int) -> Tensor: return shapes.flip(self, _shape(dims))
+    def tril(self, diagonal: int = 0) -> Tensor: return shapes.tril(self, diagonal)
+    def triu(self, diagonal: int = 0) -> Tensor: return shapes.triu(self, diagonal)
+    def repeat(self, *sizes: int) -> Tensor: return shapes.repeat(self, *sizes)
+    def gather(self, dim: int, index) -> Tensor: return shapes.gather(self, dim, index)
+
 
 def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
     """Reverse-mode sweep: each node's gradient is complete once every consumer has sent its part.
@@ -288,6 +324,12 @@ def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
                 node.grad = dout if owned else dout.copy()
             else:
                 node.grad += dout
+            continue
+        if isinstance(node, Output):  # one of several outputs: the node's backward gets them all at once
+            owner = node.parents[0]
+            grads.setdefault(id(owner), ([None] * owner.n_outputs, True))[0][node.index] = dout
+            if not retain_graph:
+                node.release()
             continue
         for parent, dx in zip(node.parents, node.backward(dout), strict=True):
             if parent is None or dx is None:

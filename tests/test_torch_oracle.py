@@ -11,7 +11,17 @@ import pytest
 
 import minigrad as mg
 from minigrad import functional as F
-from minigrad.gradcheck_cases import _IGNORED, _MASK_2D, _TARGETS, _TOKENS, CASES, Case
+from minigrad.gradcheck_cases import (
+    _GATHER_0,
+    _GATHER_1,
+    _IGNORED,
+    _MASK_2D,
+    _SEES,
+    _TARGETS,
+    _TOKENS,
+    CASES,
+    Case,
+)
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install 'minigrad[torch]' to run the oracle")
 TF = torch.nn.functional
@@ -147,9 +157,89 @@ TORCH.update({
     "composite RMS norm by rsqrt": lambda x, g: x * torch.rsqrt((x * x).mean(dim=-1, keepdim=True) + 1e-6) * g,
 })
 
+# ---- PyTorch's shape ops, RMS norm, attention, and cross-entropy's options ----
+
+def _torch_split_sizes(x):
+    a, b, c = x.split([1, 3, 2], dim=1)
+    return torch.cat([c * 2.0, a, b * b], dim=1)
+
+
+def _torch_split_one_unused(x):
+    a, _, c = x.split(2, dim=-1)
+    return a * c
+
+
+def _torch_split_piece_twice(x):
+    a, b = x.split(2, dim=1)
+    return a * b + a
+
+
+def _torch_split_uneven(x):
+    a, b, c = x.split(2)
+    return torch.cat([a * 3.0, b, c * c])
+
+
+def _torch_chunk_broadcast(x):
+    a, b, c = x.chunk(3, dim=-1)
+    return a * b + c
+
+
+def _torch_causal_end_aligned(q, k, v):
+    """minigrad's is_causal aligns the queries to the last keys (PyTorch's own aligns to the first)."""
+    L, S = q.shape[-2], k.shape[-2]
+    return TF.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(L, S, dtype=torch.bool).tril(S - L))
+
+
+def _torch_cross_entropy(x, targets, **options):
+    """PyTorch wants the classes on axis 1: flatten (B, T, V) to (B*T, V) and unflatten "none"'s result."""
+    loss = TF.cross_entropy(x.reshape(-1, x.shape[-1]), targets.reshape(-1, *targets.shape[x.ndim - 1:]), **options)
+    return loss.reshape(x.shape[:-1]) if options.get("reduction") == "none" else loss
+
+
+TORCH.update({
+    "stack dim 1": lambda a, b, c: torch.stack([a, b, c], dim=1),
+    "stack dim -1 batched": lambda a, b: torch.stack([a, b], dim=-1),
+    "split sizes list": _torch_split_sizes,
+    "split a piece unused": _torch_split_one_unused,
+    "split a piece used twice": _torch_split_piece_twice,
+    "split uneven": _torch_split_uneven,
+    "chunk uneven broadcast": _torch_chunk_broadcast,
+    "squeeze all": lambda x: x.squeeze(),
+    "squeeze dims": lambda x: torch.squeeze(x, (0, 1)),
+    "unsqueeze outer product": lambda x: x.unsqueeze(-1) * torch.unsqueeze(x, 1),
+    "expand": lambda x: x.expand(2, -1, 4),
+    "expand new and stretched axes": lambda x, y: x.expand(2, 3, 4) * y,
+    "flatten": lambda x: x.flatten(1),
+    "flatten middle": lambda x: torch.flatten(x, 1, 2),
+    "unflatten": lambda x: x.unflatten(1, (3, -1)),
+    "flip two dims": lambda x: x.flip(0, 2),
+    "flip last dim": lambda x: torch.flip(x, (-1,)),
+    "tril batched": lambda x: x.tril(),
+    "tril diagonal -1": lambda x: torch.tril(x, -1),
+    "triu diagonal 1": lambda x: x.triu(1),
+    "repeat": lambda x: x.repeat(2, 3),
+    "repeat new axis": lambda x: x.repeat(2, 1, 3),
+    "gather dim 1 repeated": lambda x: x.gather(1, _t(_GATHER_1)),
+    "gather dim 0 smaller index": lambda x: torch.gather(x, 0, _t(_GATHER_0)),
+    "rms_norm": lambda x, w: TF.rms_norm(x, (8,), w, eps=1e-5),
+    "rms_norm two axes eps None": lambda x, w: TF.rms_norm(x, (3, 4), w),
+    "rms_norm no weight": lambda x: TF.rms_norm(x, (5,)),
+    "sdpa": TF.scaled_dot_product_attention,
+    "sdpa causal": lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
+    "sdpa causal T_q < T_k": _torch_causal_end_aligned,
+    "sdpa bool mask broadcast batch": lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, _t(_SEES)),
+    "sdpa float mask and scale": lambda q, k, v, m: TF.scaled_dot_product_attention(q, k, v, m, scale=0.3),
+    "cross_entropy sum": lambda x: _torch_cross_entropy(x, _t(_TARGETS), reduction="sum"),
+    "cross_entropy none ignore_index": lambda x: _torch_cross_entropy(x, _t(_IGNORED), reduction="none"),
+    "cross_entropy smoothing ignore_index": lambda x: _torch_cross_entropy(x, _t(_IGNORED), label_smoothing=0.2),
+    "cross_entropy probabilities": lambda x, p: _torch_cross_entropy(x, p, label_smoothing=0.1),
+    "cross_entropy probabilities none": lambda x, p: _torch_cross_entropy(x, p, reduction="none"),
+})
+
 # CASES entries with no torch counterpart, and why
 EXEMPT = {
     "dropout": "torch draws its own random mask, so values cannot match; test_autograd checks dropout's mask and scale",
+    "sdpa dropout": "torch draws its own random mask; tests/test_ops_nn.py checks it against minigrad's F.dropout",
 }
 
 

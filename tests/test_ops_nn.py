@@ -1,0 +1,441 @@
+"""PyTorch's shape ops, RMS norm, scaled dot-product attention, one_hot and cross-entropy's options,
+beyond the CASES table (which gradchecks each of them and compares it with PyTorch): split as one node
+with several outputs, the arguments each op accepts or refuses, and the conventions that must match
+PyTorch exactly (chunk's sizes, squeeze of a non-1 axis, label smoothing with ignore_index, the mean
+of no row, a query that may see no key).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import backend, nn, shapes
+from minigrad import functional as F
+
+try:
+    import torch
+    import torch.nn.functional as TF
+except ImportError:
+    torch = TF = None
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed: pip install 'minigrad[torch]'")
+
+TOL = dict(rtol=1e-10, atol=1e-12)
+
+
+def grad(t: mg.Tensor) -> np.ndarray:
+    assert t.grad is not None, f"tensor of shape {t.shape} got no gradient"
+    return backend.to_numpy(t.grad)
+
+
+def _t(array, requires_grad: bool = False):
+    return torch.from_numpy(np.array(array)).requires_grad_(requires_grad)
+
+
+# ---- split: one node, several outputs ----
+
+def test_split_pieces_share_one_node(rand) -> None:
+    x = rand(2, 3, 12)
+    q, k, v = x.split(4, dim=-1)
+    nodes = {id(p._ctx.parents[0]) for p in (q, k, v)}
+    assert len(nodes) == 1 and q._ctx.parents[0].parents == (x,)
+    assert [p._ctx.index for p in (q, k, v)] == [0, 1, 2]
+
+
+def test_split_backward_runs_once_for_all_pieces(rand, monkeypatch) -> None:
+    calls = []
+    original = shapes.Split.backward
+    monkeypatch.setattr(shapes.Split, "backward", lambda self, douts: calls.append(len(douts)) or original(self, douts))
+    x = rand(2, 9)
+    q, k, v = x.split(3, dim=1)
+    (q * 2.0 + k * v).sum().backward()
+    assert calls == [3]
+    expected = np.concatenate([np.full((2, 3), 2.0), v.numpy(), k.numpy()], axis=1)
+    np.testing.assert_allclose(grad(x), expected, rtol=1e-15)
+
+
+def test_backward_from_one_piece_gives_zeros_elsewhere(rand) -> None:
+    x = rand(4, 3)
+    _, middle, _ = x.split([1, 2, 1])
+    middle.backward(np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(grad(x), [[0, 0, 0], [0, 1, 2], [3, 4, 5], [0, 0, 0]])
+
+
+def test_split_with_retain_graph_accumulates_twice(rand) -> None:
+    x = rand(2, 4)
+    a, b = x.split(2, dim=1)
+    y = (a * b).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(grad(x), 2 * np.concatenate([b.numpy(), a.numpy()], axis=1), rtol=1e-15)
+    with pytest.raises(RuntimeError, match="already used by a backward"):
+        y.backward()
+
+
+def test_split_without_grad_records_nothing(rand) -> None:
+    x = rand(3, 4, requires_grad=False)
+    pieces = mg.split(x, 2, dim=1)
+    assert isinstance(pieces, tuple) and all(p._ctx is None and not p.requires_grad for p in pieces)
+    with mg.no_grad():
+        assert all(p._ctx is None for p in rand(3, 4).split(2))
+
+
+@needs_torch
+@pytest.mark.parametrize("shape, sizes, dim", [((5, 3), 2, 0), ((2, 7), [3, 0, 4], 1), ((2, 6), 6, -1),
+                                               ((2, 6), 10, 1), ((0, 3), 2, 0), ((4, 6), [1, 2, 3], -1)])
+def test_split_matches_torch(shape, sizes, dim) -> None:
+    x = np.random.default_rng(0).standard_normal(shape)
+    ours, theirs = mg.split(mg.tensor(x), sizes, dim), torch.split(_t(x), sizes, dim)
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+@needs_torch
+@pytest.mark.parametrize("n, chunks", [(5, 3), (6, 4), (7, 7), (3, 5), (0, 3), (8, 1)])
+def test_chunk_sizes_match_torch(n: int, chunks: int) -> None:
+    """torch.chunk makes pieces of ceil(n / chunks), so 6 in 4 chunks gives 3 pieces, not 4."""
+    ours = [p.shape for p in mg.arange(n).chunk(chunks)]
+    assert ours == [tuple(p.shape) for p in torch.arange(n).chunk(chunks)]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x: x.split([2, 2]), "sizes [2, 2] do not add up to 5, the size of dim 0 of a tensor of shape (5, 3)"),
+    (lambda x: x.split(0), "split_size must be positive, got 0 for dim 0 of size 5"),
+    (lambda x: x.split([6, -1]), "sizes [6, -1] do not add up to 5"),
+    (lambda x: x.split(2, dim=2), "split: dim 2 is out of range [-2, 1] for a tensor with 2 dimensions"),
+    (lambda x: x.chunk(0), "chunk: chunks must be at least 1, got 0"),
+])
+def test_split_and_chunk_refuse_bad_arguments(rand, call, message) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call(rand(5, 3))
+
+
+# ---- the other shape ops: PyTorch's conventions, and what they refuse ----
+
+@needs_torch
+@pytest.mark.parametrize("op", [
+    lambda m, x: m.squeeze(x, 0),  # size 2: PyTorch leaves it, rather than raising
+    lambda m, x: m.squeeze(x, (1, -1)),
+    lambda m, x: m.squeeze(x),
+    lambda m, x: m.unsqueeze(x, 4),
+    lambda m, x: m.unsqueeze(x, -5),
+    lambda m, x: m.flatten(x),
+    lambda m, x: m.flatten(x, -2),
+    lambda m, x: m.flatten(x[0, 0, 0, 0]),  # a 0-d tensor becomes (1,)
+    lambda m, x: m.unflatten(x, 2, (1, 3, 1)),
+    lambda m, x: m.flip(x, (0, 2)),
+    lambda m, x: m.stack([x, x], -1),
+    lambda m, x: x.expand(4, -1, 5, -1, 2),
+    lambda m, x: x.repeat(1, 2, 1, 3, 2),
+    lambda m, x: m.tril(x[:, 0], 1),
+    lambda m, x: m.triu(x[0, 0], -1),
+], ids=["squeeze non-1", "squeeze tuple", "squeeze all", "unsqueeze last", "unsqueeze first", "flatten all",
+        "flatten last two", "flatten 0-d", "unflatten", "flip", "stack", "expand", "repeat", "tril", "triu"])
+def test_shape_op_matches_torch(op) -> None:
+    x = np.random.default_rng(1).standard_normal((2, 1, 3, 1))
+    ours, theirs = op(mg, mg.tensor(x)), op(torch, _t(x))
+    assert ours.shape == tuple(theirs.shape)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@needs_torch
+def test_gather_matches_torch_on_every_dim(rand) -> None:
+    x = rand(3, 4, 5)
+    for dim in (0, 1, 2, -1):
+        index = np.random.default_rng(dim + 3).integers(0, x.shape[dim], size=(2, 3, 4))
+        np.testing.assert_array_equal(x.gather(dim, index).numpy(), torch.gather(_t(x.numpy()), dim, _t(index)).numpy())
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda x: x.unflatten(1, (2, 2)), ValueError, "unflatten: sizes (2, 2) do not multiply to 3"),
+    (lambda x: x.unflatten(1, (-1, -1)), ValueError, "sizes (-1, -1) do not multiply to 3"),
+    (lambda x: x.flatten(2, 1), ValueError, "start_dim 2 comes after end_dim 1"),
+    (lambda x: x.expand(2, 5, 4), ValueError, "shape (2, 3, 4) cannot be expanded to (2, 5, 4)"),
+    (lambda x: x.expand(3, 4), ValueError, "shape (2, 3, 4) cannot be expanded to (3, 4)"),
+    (lambda x: x.expand(-1, 2, 3, 4), ValueError, "cannot be expanded to (-1, 2, 3, 4)"),
+    (lambda x: x.repeat(2, 2), ValueError, "repeat: sizes (2, 2) for a tensor of shape (2, 3, 4)"),
+    (lambda x: x.flip(0, -3), ValueError, "flip: dims (0, 0) name an axis twice"),
+    (lambda x: x.squeeze(3), ValueError, "squeeze: dim 3 is out of range [-3, 2]"),
+    (lambda x: x.unsqueeze(4), ValueError, "unsqueeze: dim 4 is out of range [-4, 3]"),
+    (lambda x: x[0, 0].tril(), ValueError, "tril: needs a tensor of at least 2 dimensions, got shape (4,)"),
+    (lambda x: mg.stack([x, x[0]]), ValueError, "stack: tensors must have one shape, got (2, 3, 4), (3, 4)"),
+    (lambda x: mg.stack([]), ValueError, "stack: need at least one tensor"),
+    (lambda x: x.gather(1, np.zeros((2, 3), int)), ValueError, "gather: index of shape (2, 3) for a tensor of shape"),
+    (lambda x: x.gather(1, np.zeros((3, 3, 4), int)), ValueError, "none larger than the tensor's except along dim"),
+    (lambda x: x.gather(1, np.full((2, 5, 4), 3)), IndexError, "gather: index 3 at position (0, 0, 0) is out of range"),
+    (lambda x: x.gather(2, np.full((2, 3, 4), -1)), IndexError, "gather: index -1"),
+    (lambda x: x.gather(0, np.zeros((2, 3, 4))), TypeError, "gather: expected integer values, got dtype float64"),
+])
+def test_shape_ops_refuse_bad_arguments(rand, call, error, message) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        call(rand(2, 3, 4))
+
+
+def test_expand_shares_memory_and_its_gradient_sums(rand) -> None:
+    x = rand(3, 1)
+    y = x.expand(2, 3, 4)
+    assert 0 in y.data.strides  # a broadcast view: nothing was copied
+    y.backward(np.ones((2, 3, 4)))
+    np.testing.assert_array_equal(grad(x), np.full((3, 1), 8.0))
+
+
+# ---- RMS norm ----
+
+@needs_torch
+@pytest.mark.parametrize("shape, normalized, affine, eps", [((2, 3, 8), 8, True, 1e-6), ((2, 3, 4), (3, 4), True, None),
+                                                           ((5, 6), [6], False, None)])
+def test_rmsnorm_module_matches_torch(shape, normalized, affine, eps) -> None:
+    x = np.random.default_rng(2).standard_normal(shape)
+    ours = nn.RMSNorm(normalized, eps=eps, elementwise_affine=affine, dtype=mg.float64)
+    theirs = torch.nn.RMSNorm(normalized, eps=eps, elementwise_affine=affine, dtype=torch.float64)
+    if affine:
+        w = np.random.default_rng(3).standard_normal(ours.weight.shape)
+        ours.weight.data[...] = w
+        theirs.weight.data[...] = _t(w)
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    mx, tx = mg.tensor(x, requires_grad=True), _t(x, requires_grad=True)
+    y, ty = ours(mx), theirs(tx)
+    np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), **TOL)
+    dy = np.random.default_rng(4).standard_normal(shape)
+    y.backward(dy)
+    ty.backward(_t(dy))
+    np.testing.assert_allclose(grad(mx), tx.grad.numpy(), **TOL)
+    if affine:
+        np.testing.assert_allclose(grad(ours.weight), theirs.weight.grad.numpy(), **TOL)
+
+
+@needs_torch
+def test_rms_norm_default_eps_is_the_dtypes_epsilon_in_float32() -> None:
+    """eps=None is finfo(float32).eps = 1.2e-7 here, as in PyTorch: visible on an input of tiny values."""
+    x = np.full((2, 4), 1e-4, dtype=np.float32)
+    x[1] = 3e-4
+    ours = F.rms_norm(mg.tensor(x), 4)
+    assert ours.dtype == mg.float32
+    np.testing.assert_allclose(ours.numpy(), TF.rms_norm(_t(x), (4,)).numpy(), rtol=1e-6)
+    assert not np.allclose(ours.numpy(), F.rms_norm(mg.tensor(x), 4, eps=1e-5).numpy(), rtol=1e-3)
+
+
+def test_rms_norm_refuses_shapes_that_do_not_fit(rand) -> None:
+    with pytest.raises(ValueError, match=r"normalized_shape \(3, 5\) is not the trailing shape .* \(2, 3, 4\)"):
+        F.rms_norm(rand(2, 3, 4), (3, 5))
+    with pytest.raises(ValueError, match=r"weight of shape \(3,\) for normalized_shape \(4,\)"):
+        F.rms_norm(rand(2, 3, 4), 4, rand(3))
+
+
+# ---- scaled dot-product attention ----
+
+def composed_weights(q, k, hidden=None):
+    """The steps written out, as models/attention.py does: scores, mask, softmax."""
+    scores = (q @ k.transpose(*range(k.ndim - 2), k.ndim - 1, k.ndim - 2)) * (1 / np.sqrt(q.shape[-1]))
+    if hidden is not None:
+        scores = F.masked_fill(scores, hidden, float("-inf"))
+    return F.softmax(scores, axis=-1)
+
+
+def twins_of(tensors):
+    return [mg.tensor(t.data.copy(), requires_grad=True, device=t.device) for t in tensors]
+
+
+def assert_same_values_and_gradients(fused, composed, inputs, twins) -> None:
+    np.testing.assert_allclose(fused.numpy(), composed.numpy(), rtol=1e-12, atol=1e-14)
+    dout = np.random.default_rng(5).standard_normal(fused.shape)
+    fused.backward(dout)
+    composed.backward(dout)
+    for a, b in zip(inputs, twins, strict=True):
+        np.testing.assert_allclose(grad(a), grad(b), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("T, T_k", [(4, 4), (1, 6), (3, 7)])
+def test_sdpa_causal_is_the_kv_cache_mask(rand, T, T_k) -> None:
+    """is_causal: the T queries are the last T of T_k positions, as the GPT's KV cache generation needs."""
+    q, k, v = rand(2, 3, T, 4), rand(2, 3, T_k, 4), rand(2, 3, T_k, 5)
+    qt, kt, vt = twins = twins_of((q, k, v))
+    fused = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    composed = composed_weights(qt, kt, F.causal_mask(T, T_k, device=q.device)) @ vt
+    assert_same_values_and_gradients(fused, composed, (q, k, v), twins)
+
+
+@needs_torch
+def test_sdpa_is_causal_differs_from_torch_only_by_alignment() -> None:
+    """PyTorch's is_causal aligns query 0 with key 0; ours aligns the last query with the last key,
+    which PyTorch spells attn_mask=causal_lower_right(L, S)."""
+    from torch.nn.attention.bias import causal_lower_right
+
+    rng = np.random.default_rng(6)
+    q, k, v = rng.standard_normal((1, 2, 3, 4)), rng.standard_normal((1, 2, 5, 4)), rng.standard_normal((1, 2, 5, 4))
+    ours = F.scaled_dot_product_attention(mg.tensor(q), mg.tensor(k), mg.tensor(v), is_causal=True).numpy()
+    lower_right = TF.scaled_dot_product_attention(_t(q), _t(k), _t(v), attn_mask=causal_lower_right(3, 5))
+    np.testing.assert_allclose(ours, lower_right.numpy(), **TOL)
+    assert not np.allclose(ours, TF.scaled_dot_product_attention(_t(q), _t(k), _t(v), is_causal=True).numpy())
+
+
+def test_sdpa_is_one_node_and_keeps_float32(rand) -> None:
+    q, k, v = (rand(2, 3, 4, dtype=mg.float32) for _ in range(3))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert out.dtype == mg.float32 and out.shape == (2, 3, 4)
+    assert out._ctx.parents == (q, k, v)
+
+
+def test_sdpa_query_that_sees_no_key_gets_zeros(rand) -> None:
+    q, k, v = rand(2, 3, 4), rand(2, 5, 4), rand(2, 5, 6)
+    sees = np.ones((3, 5), bool)
+    sees[1] = False
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=sees)
+    np.testing.assert_array_equal(out.numpy()[:, 1], 0)
+    assert np.isfinite(out.numpy()).all()
+    out.backward(np.ones(out.shape))
+    np.testing.assert_array_equal(grad(q)[:, 1], 0)
+    assert np.isfinite(grad(k)).all() and np.isfinite(grad(v)).all()
+
+
+def test_sdpa_dropout_drops_the_weights_as_f_dropout_does(rand) -> None:
+    """Same seed, same draw: the fused node equals softmax, F.dropout, @ v, in value and gradient."""
+    q, k, v = rand(2, 4, 3), rand(2, 6, 3), rand(2, 6, 5)
+    qt, kt, vt = twins = twins_of((q, k, v))
+    mg.manual_seed(11)
+    fused = F.scaled_dot_product_attention(q, k, v, dropout_p=0.4)
+    mg.manual_seed(11)
+    composed = F.dropout(composed_weights(qt, kt), 0.4) @ vt
+    assert_same_values_and_gradients(fused, composed, (q, k, v), twins)
+    everything_dropped = F.scaled_dot_product_attention(q, k, v, dropout_p=1.0)
+    np.testing.assert_array_equal(everything_dropped.numpy(), 0)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(attn_mask=np.ones((3, 5), bool), is_causal=True), ValueError, "pass attn_mask or is_causal=True, not both"),
+    (dict(attn_mask=np.ones((4, 5), bool)), ValueError, "attn_mask of shape (4, 5) does not broadcast to the scores' "
+                                                        "shape (2, 3, 5)"),
+    (dict(attn_mask=np.ones((3, 5), int)), TypeError, "attn_mask must be boolean (True: may attend) or float"),
+    (dict(dropout_p=1.5), ValueError, "dropout_p must be in [0, 1], got 1.5"),
+])
+def test_sdpa_refuses_bad_arguments(rand, kwargs, error, message) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        F.scaled_dot_product_attention(rand(2, 3, 4), rand(2, 5, 4), rand(2, 5, 6), **kwargs)
+
+
+@pytest.mark.parametrize("shapes, message", [
+    (((2, 3, 4), (2, 5, 3), (2, 5, 6)), "query (2, 3, 4), key (2, 5, 3), value (2, 5, 6) do not fit"),
+    (((2, 3, 4), (2, 5, 4), (2, 4, 6)), "query (2, 3, 4), key (2, 5, 4), value (2, 4, 6) do not fit"),
+    (((2, 3, 4), (3, 5, 4), (2, 5, 6)), "batch axes of query (2, 3, 4), key (3, 5, 4) and value (2, 5, 6)"),
+    (((2, 6, 4), (2, 5, 4), (2, 5, 6)), "is_causal with 6 queries and only 5 keys"),
+])
+def test_sdpa_refuses_shapes_that_do_not_fit(rand, shapes, message) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        F.scaled_dot_product_attention(*(rand(*s) for s in shapes), is_causal=True)
+
+
+def test_sdpa_float_mask_from_an_array_takes_the_query_dtype(rand) -> None:
+    q, k, v = (rand(2, 3, 4, dtype=mg.float32) for _ in range(3))
+    bias = np.random.default_rng(9).standard_normal((3, 3))  # float64, as NumPy makes it
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    assert out.dtype == mg.float32
+    scores = (q.numpy().astype(np.float64) @ k.numpy().transpose(0, 2, 1)) / 2 + bias
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    np.testing.assert_allclose(out.numpy(), weights @ v.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---- one_hot ----
+
+@needs_torch
+@pytest.mark.parametrize("indices, num_classes", [([3, 0, 1], -1), ([[1, 2], [0, 4]], 6), (7, 9)])
+def test_one_hot_matches_torch(indices, num_classes) -> None:
+    ours = F.one_hot(mg.tensor(indices), num_classes)
+    theirs = TF.one_hot(torch.tensor(indices), num_classes)
+    assert ours.dtype == mg.int64 and not ours.requires_grad
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_one_hot_on_the_device_of_its_input(device) -> None:
+    hot = F.one_hot(mg.tensor([2, 0], device=device), 3)
+    assert hot.device == device
+    np.testing.assert_array_equal(hot.numpy(), [[0, 0, 1], [1, 0, 0]])
+
+
+@pytest.mark.parametrize("indices, num_classes, error, message", [
+    ([0, 3], 3, IndexError, "one_hot: index 3 at position (1,) is out of range [0, 3)"),
+    ([0, -1], -1, IndexError, "one_hot: index -1 at position (1,)"),
+    ([0.0, 1.0], 2, TypeError, "one_hot: class indices must be integers, got dtype float32"),
+    (np.zeros(0, int), -1, ValueError, "an empty tensor has no largest index; pass num_classes"),
+    ([1], 0, ValueError, "num_classes must be positive or -1, got 0"),
+])
+def test_one_hot_refuses_bad_input(indices, num_classes, error, message) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        F.one_hot(indices, num_classes)
+
+
+# ---- cross-entropy: reduction, label smoothing, ignore_index, class probabilities ----
+
+CE_INDICES = np.array([[1, -100, 4], [-100, 2, 3]])
+
+
+@needs_torch
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.25, 1.0])
+@pytest.mark.parametrize("targets", ["indices", "indices, none ignored", "probabilities"])
+def test_cross_entropy_matches_torch(rand, reduction, smoothing, targets) -> None:
+    x = rand(6, 5)
+    if targets == "probabilities":
+        t = np.random.default_rng(10).dirichlet(np.ones(5), size=6)
+    else:
+        t = CE_INDICES.reshape(-1) if targets == "indices" else np.abs(CE_INDICES.reshape(-1)) % 5
+    tx = _t(x.numpy(), requires_grad=True)
+    loss = F.cross_entropy(x, t, reduction=reduction, label_smoothing=smoothing)
+    expected = TF.cross_entropy(tx, _t(t), reduction=reduction, label_smoothing=smoothing)
+    np.testing.assert_allclose(loss.numpy(), expected.detach().numpy(), **TOL)
+    dout = np.random.default_rng(11).standard_normal(loss.shape)
+    loss.backward(dout)
+    expected.backward(_t(dout))
+    np.testing.assert_allclose(grad(x), tx.grad.numpy(), **TOL)
+
+
+@needs_torch
+@pytest.mark.parametrize("smoothing", [0.0, 0.3])
+def test_cross_entropy_of_only_ignored_targets_matches_torch(rand, smoothing) -> None:
+    """The mean of no row is NaN and its gradient 0; the sum is 0 (PyTorch's answers, computed on the
+    device without asking it how many rows counted)."""
+    x = rand(2, 3, 4)
+    ignored = np.full((2, 3), -100)
+    for reduction in ("mean", "sum", "none"):
+        x.zero_grad()
+        loss = F.cross_entropy(x, ignored, reduction=reduction, label_smoothing=smoothing)
+        expected = TF.cross_entropy(_t(x.numpy()).reshape(6, 4), _t(ignored).reshape(6), reduction=reduction,
+                                    label_smoothing=smoothing)
+        np.testing.assert_array_equal(loss.numpy().reshape(-1), expected.numpy().reshape(-1))
+        loss.backward(np.ones(loss.shape))
+        np.testing.assert_array_equal(grad(x), 0)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("kind", ["indices", "probabilities"])
+def test_cross_entropy_keeps_float32(rand, reduction, kind) -> None:
+    x = rand(2, 3, 5, dtype=mg.float32)
+    t = CE_INDICES if kind == "indices" else np.full((2, 3, 5), 0.2)  # float64 probabilities take x's dtype
+    loss = F.cross_entropy(x, t, reduction=reduction, label_smoothing=0.1)
+    assert loss.dtype == mg.float32 and loss.shape == ((2, 3) if reduction == "none" else ())
+    loss.backward(np.ones(loss.shape))
+    assert x.grad.dtype == mg.float32
+
+
+def test_cross_entropy_probability_targets_get_a_gradient(rand) -> None:
+    """d loss / d p_c = -(1 - eps) log softmax(x)_c / N for the mean."""
+    x, p = rand(4, 3), rand(4, 3)
+    F.cross_entropy(x, p, label_smoothing=0.2).backward()
+    log_probs = x.numpy() - np.log(np.exp(x.numpy()).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(grad(p), -0.8 * log_probs / 4, rtol=1e-12)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda x: F.cross_entropy(x, [0, 1], reduction="avg"), ValueError, "reduction must be 'mean', 'sum' or 'none'"),
+    (lambda x: F.cross_entropy(x, [0, 1], label_smoothing=1.5), ValueError, "label_smoothing must be in [0, 1]"),
+    (lambda x: F.cross_entropy(x, np.zeros((2, 4))), TypeError, "integer class indices of shape (2,) or class "
+                                                                "probabilities of the logits' shape (2, 5)"),
+    (lambda x: F.cross_entropy(x, [0, 1], None), TypeError, "positional argument"),
+])
+def test_cross_entropy_refuses_bad_arguments(rand, call, error, message) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        call(rand(2, 5))
