@@ -470,10 +470,12 @@ def print_profile(p: dict[str, Any], warmup: int) -> None:
     ph = p["phases_ms"]
     print(f"minigrad, {p['config']}: ms per step in each primitive (Function subclass), mean of {p['steps']} steps "
           f"after {warmup} warm-up")
-    print(f"  {'primitive':<16} {'forward':>9} {'backward':>9} {'total':>9} {'share':>6}")
-    for label, fwd, bwd, total in profile_rows(p) + [("[whole step]", ph["forward"], ph["backward"], ph["step"])]:
+    rows = profile_rows(p) + [("[whole step]", ph["forward"], ph["backward"], ph["step"])]
+    width = max(len(label) for label, *_ in rows)
+    print(f"  {'primitive':<{width}} {'forward':>9} {'backward':>9} {'total':>9} {'share':>6}")
+    for label, fwd, bwd, total in rows:
         cells = "".join("          " if t is None else f" {t:>9.2f}" for t in (fwd, bwd))
-        print(f"  {label:<16}{cells} {total:>9.2f} {100 * total / ph['step']:>5.1f}%")
+        print(f"  {label:<{width}}{cells} {total:>9.2f} {100 * total / ph['step']:>5.1f}%")
     print("  [engine]: each phase's time outside every primitive: zero_grad, the model's Python code and graph "
           "building in\n  forward; the engine's graph walk and gradient sums in backward. [optimizer]: AdamW.step. "
           "The timing wrappers add\n  a little to the step.\n", flush=True)
