@@ -27,11 +27,12 @@ import numpy as np
 import minigrad as mg
 from minigrad import backend, nn
 from minigrad.optim import Optimizer
-from models import GPT, GPTConfig
+from models import GPT, GPTConfig, Llama, LlamaConfig
 from tasks import TASKS, Task, make_task
 
 ARCHITECTURES = {  # --arch: model class and config class. A config takes vocab_size, block_size, n_layer,
     "gpt": (GPT, GPTConfig),  # n_head, n_embd and dropout; the model has forward, generate, trace_attention
+    "llama": (Llama, LlamaConfig),  # RMSNorm, rotary position embeddings, SwiGLU: models/llama.py
 }
 PRESETS = {  # model sizes: n_embd, n_head, n_layer
     "tiny": {"n_embd": 64, "n_head": 4, "n_layer": 2},

@@ -4,11 +4,17 @@ Read it beside the text: project x to Q, K, V with one matrix; split the heads; 
 Q K^T / sqrt(d_k); step 2 causal mask; step 3 softmax; step 4 weighted sum of V; merge the heads;
 output projection. Shapes: B batch, T time, C channels (d_model), nh heads, hs head size (d_k).
 The optional `cache` (KVCache) is the one way in and out besides x: see models/decoder.py.
+
+The GPT and the LLaMA-style model (models/llama.py) share this module. The one difference is a
+pluggable step between the head split and the scores: `rotary`, which LLaMA sets, turns q and k
+by angles that grow with their position (rotary position embeddings); the GPT adds its positions
+to the input instead and leaves it None.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from minigrad import functional as F
 from minigrad import nn
@@ -41,7 +47,11 @@ class KVCache:
 
 
 class MultiHeadSelfAttention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
+    """rotary: None, or a function (q or k (B, nh, T, hs), position of its first token) -> the same shape,
+    applied to q and k after the head split (models/llama.py's RotaryEmbedding)."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
+                 rotary: Callable[[Tensor, int], Tensor] | None = None) -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"MultiHeadSelfAttention: d_model={d_model} is not divisible by n_heads={n_heads}")
@@ -50,6 +60,7 @@ class MultiHeadSelfAttention(nn.Module):
         self.proj = nn.Linear(d_model, d_model, bias)  # mixes the heads' outputs back into C channels
         self.attn_dropout = nn.Dropout(dropout)
         self.resid_dropout = nn.Dropout(dropout)
+        self.rotary = rotary
 
     def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
         """x (B, T, C) -> (B, T, C). With a cache, x continues the positions cached before (see models/decoder.py)."""
@@ -64,6 +75,11 @@ class MultiHeadSelfAttention(nn.Module):
         q = q.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)
         k = k.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)
         v = v.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)
+
+        # positions (LLaMA): turn q and k by their position's angles; a cache holds the positions before x
+        if self.rotary is not None:
+            start = 0 if cache is None else len(cache)
+            q, k = self.rotary(q, start), self.rotary(k, start)  # (B, nh, T, hs)
         if cache is not None:  # earlier positions' keys and values come first
             k, v = cache.append(k, v)  # (B, nh, T_k, hs), T_k = positions cached + T
         T_k = k.shape[2]

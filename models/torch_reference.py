@@ -1,9 +1,11 @@
-"""The same GPT written in PyTorch: the oracle that tests compare minigrad with, and the model that
-the benchmark times in PyTorch eager. Needs torch; models/__init__.py does not import it.
+"""The same GPT and LLaMA-style model written in PyTorch: the oracles that tests compare minigrad with,
+and the GPT that the benchmark times in PyTorch eager. Needs torch; models/__init__.py does not import it.
 
-`from_minigrad(gpt)` builds it from a minigrad GPT's config and copies the weights in. Parameter names
-match minigrad's (`blocks.0.attn.qkv.weight`, ...), so gradients compare name by name. Shapes: B batch,
-T time, C channels, nh heads, hs head size, V vocabulary.
+`from_minigrad(model)` builds the one for a minigrad GPT or Llama from its config and copies the weights
+in. Parameter names match minigrad's (`blocks.0.attn.qkv.weight`, ...), so gradients compare name by
+name. TorchLlama is written with PyTorch's own pieces (nn.RMSNorm, complex-number rotations,
+F.scaled_dot_product_attention), not by copying models/llama.py's steps. Shapes: B batch, T time,
+C channels, nh heads, hs head size, V vocabulary.
 """
 
 from __future__ import annotations
@@ -104,14 +106,81 @@ class TorchGPT(nn.Module):
         return logits, loss
 
 
+class LlamaAttention(nn.Module):
+    """Causal self-attention with rotary position embeddings: channel pair (i, i + hs/2) of each head,
+    read as the complex number x_i + 1j x_{i+hs/2}, is multiplied by exp(1j * position * theta_i)."""
+
+    def __init__(self, C: int, nh: int, rope_base: float) -> None:
+        super().__init__()
+        self.n_heads, self.rope_base = nh, rope_base
+        self.qkv = nn.Linear(C, 3 * C, bias=False)
+        self.proj = nn.Linear(C, C, bias=False)
+
+    def rotate(self, x: torch.Tensor) -> torch.Tensor:
+        T, hs = x.shape[-2:]
+        theta = self.rope_base ** (-torch.arange(0, hs, 2, dtype=torch.float64) / hs)  # (hs/2,)
+        angle = torch.outer(torch.arange(T, dtype=torch.float64), theta)  # (T, hs/2)
+        turn = torch.polar(torch.ones_like(angle), angle)  # exp(1j * angle)
+        z = torch.complex(x[..., :hs // 2], x[..., hs // 2:]) * turn.to(x.device)  # (B, nh, T, hs/2)
+        return torch.cat([z.real, z.imag], dim=-1).to(x.dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = (t.view(B, T, self.n_heads, -1).transpose(1, 2) for t in self.qkv(x).split(C, dim=2))
+        out = F.scaled_dot_product_attention(self.rotate(q), self.rotate(k), v, is_causal=True)  # (B, nh, T, hs)
+        return self.proj(out.transpose(1, 2).reshape(B, T, C))
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, config: Any) -> None:
+        super().__init__()
+        C, m = config.n_embd, config.multiple_of
+        hidden = m * -(-int(8 * C / 3) // m)  # 2/3 of 4C, rounded up to a multiple of m
+        self.norm_1 = nn.RMSNorm(C, eps=config.norm_eps)
+        self.attn = LlamaAttention(C, config.n_head, config.rope_base)
+        self.norm_2 = nn.RMSNorm(C, eps=config.norm_eps)
+        self.mlp = nn.ModuleDict({"w1": nn.Linear(C, hidden, bias=False), "w2": nn.Linear(hidden, C, bias=False),
+                                  "w3": nn.Linear(C, hidden, bias=False)})
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.norm_1(x))
+        h = self.norm_2(x)
+        return x + self.mlp["w2"](F.silu(self.mlp["w1"](h)) * self.mlp["w3"](h))  # SwiGLU
+
+
+class TorchLlama(nn.Module):
+    """models.llama.Llama in PyTorch (without dropout); `config` is a models.llama.LlamaConfig."""
+
+    def __init__(self, config: Any) -> None:
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.blocks = nn.ModuleList([LlamaBlock(config) for _ in range(config.n_layer)])
+        self.norm_f = nn.RMSNorm(config.n_embd, eps=config.norm_eps)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """idx (B, T) -> logits (B, T, V) and, given targets (B, T), the mean cross-entropy."""
+        x = self.wte(idx)
+        for block in self.blocks:
+            x = block(x)
+        logits = self.lm_head(self.norm_f(x))  # (B, T, V)
+        if targets is None:
+            return logits, None
+        return logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
+
+
 def from_minigrad(model: Any, dtype: torch.dtype = torch.float64, device: str = "cpu", sdpa: bool = False
-                  ) -> TorchGPT:
-    """A TorchGPT with `model`'s config and a copy of its weights, in `dtype` on `device`; with `sdpa`,
-    its attention runs F.scaled_dot_product_attention instead of the written-out steps.
+                  ) -> nn.Module:
+    """A TorchGPT or TorchLlama with `model`'s config and a copy of its weights, in `dtype` on `device`; with
+    `sdpa`, the GPT's attention runs F.scaled_dot_product_attention instead of the written-out steps
+    (TorchLlama always does).
 
     Its training mode follows `model`'s (dropout active in train mode; the masks differ from minigrad's).
     """
-    ref = TorchGPT(model.config).to(dtype=dtype, device=device)  # convert first: loading copies into this dtype
+    reference = TorchLlama if type(model).__name__ == "Llama" else TorchGPT
+    ref = reference(model.config).to(dtype=dtype, device=device)  # convert first: loading copies into this dtype
     state = {name: torch.from_numpy(p.numpy()) for name, p in model.named_parameters()}
     ref.load_state_dict(state, strict=True)  # strict: every name must match both ways
     for module in ref.modules():

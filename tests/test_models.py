@@ -1,6 +1,8 @@
 """Tests for models/: gradient checks of attention, the decoder block and a GPT; causality; KV-cache
 generation; attention weights; configuration and input errors; the PyTorch reference
-(models/torch_reference.py) as an oracle for logits, loss and gradients; overfitting one batch.
+(models/torch_reference.py) as an oracle for logits, loss and gradients; overfitting one batch. The
+tests of the cache / trace protocol run on both architectures (`arch`); the LLaMA-style model's own
+parts (rotary positions, SwiGLU, RMSNorm, its PyTorch reference) are tested at the end.
 """
 
 import numpy as np
@@ -8,9 +10,11 @@ import pytest
 
 import minigrad as mg
 from minigrad import backend, optim
-from models import GPT, IGNORE_INDEX, DecoderBlock, GPTConfig, KVCache, MultiHeadSelfAttention
+from models import GPT, IGNORE_INDEX, DecoderBlock, GPTConfig, KVCache, Llama, LlamaConfig, MultiHeadSelfAttention
+from models.llama import LlamaBlock, RotaryEmbedding
 
 TINY = dict(vocab_size=7, block_size=6, n_layer=2, n_head=2, n_embd=8)
+ARCHS = {"gpt": (GPT, GPTConfig), "llama": (Llama, LlamaConfig)}
 
 
 def scramble(module, std=0.5, seed=0):
@@ -22,9 +26,10 @@ def scramble(module, std=0.5, seed=0):
     return module
 
 
-def tiny_gpt(device="cpu", dtype=mg.float64, seed=0, **overrides):
+def tiny_gpt(device="cpu", dtype=mg.float64, seed=0, arch="gpt", **overrides):
+    model_class, config_class = ARCHS[arch]
     mg.manual_seed(seed)
-    model = GPT(GPTConfig(**{**TINY, **overrides})).to(device).to(dtype)
+    model = model_class(config_class(**{**TINY, **overrides})).to(device).to(dtype)
     return scramble(model, std=0.3, seed=seed)
 
 
@@ -64,8 +69,9 @@ def test_gradcheck_gpt_loss(device):
 
 # ---- causality and the attention weights ----
 
-def test_changing_a_future_token_leaves_earlier_logits_unchanged(device):
-    model = tiny_gpt(device).eval()
+@pytest.mark.parametrize("arch", ARCHS)
+def test_changing_a_future_token_leaves_earlier_logits_unchanged(device, arch):
+    model = tiny_gpt(device, arch=arch).eval()
     idx = tokens((2, 6))
     logits = model(idx)[0].numpy()
     for t in range(idx.shape[1]):
@@ -91,9 +97,10 @@ def test_attention_weights_are_causal_and_normalised(device):
     np.testing.assert_array_equal(attn(x).numpy(), out.numpy())  # tracing changes nothing else
 
 
-def test_trace_attention_records_every_layer_s_steps(device):
+@pytest.mark.parametrize("arch", ARCHS)
+def test_trace_attention_records_every_layer_s_steps(device, arch):
     """The trace is the attention's own numbers: weights = softmax(masked q k^T / sqrt(hs)), out = weights @ v."""
-    model = tiny_gpt(device).eval()
+    model = tiny_gpt(device, arch=arch).eval()
     idx = tokens((2, 5))
     traces = model.trace_attention(idx)
     assert len(traces) == TINY["n_layer"]
@@ -112,8 +119,9 @@ def test_trace_attention_records_every_layer_s_steps(device):
 
 # ---- generation with and without the key/value cache ----
 
-def test_generate_with_cache_matches_without(device):
-    model = scramble(tiny_gpt(device).eval(), std=1.0)  # large weights: tiny random models tend to repeat one token
+@pytest.mark.parametrize("arch", ARCHS)
+def test_generate_with_cache_matches_without(device, arch):
+    model = scramble(tiny_gpt(device, arch=arch).eval(), std=1.0)  # large weights: tiny models tend to repeat a token
     generated = []
     for prompt_len, new in [(1, 5), (3, 8), (8, 3)]:  # within block_size, past it, a prompt beyond it
         prompt = tokens((2, prompt_len), seed=prompt_len)
@@ -154,8 +162,9 @@ def test_attention_with_cache_matches_full_sequence(device):
         KVCache().append(x, x)
 
 
-def test_generate_with_cache_runs_one_position_per_token(monkeypatch):
-    model = tiny_gpt().eval()
+@pytest.mark.parametrize("arch", ARCHS)
+def test_generate_with_cache_runs_one_position_per_token(monkeypatch, arch):
+    model = tiny_gpt(arch=arch).eval()
     calls = []
     run = model.forward
 
@@ -168,8 +177,9 @@ def test_generate_with_cache_runs_one_position_per_token(monkeypatch):
     assert calls == [(2, 0), (1, 2), (1, 3), (1, 4)]
 
 
-def test_forward_refuses_caches_that_do_not_match():
-    model = tiny_gpt().eval()
+@pytest.mark.parametrize("arch", ARCHS)
+def test_forward_refuses_caches_that_do_not_match(arch):
+    model = tiny_gpt(arch=arch).eval()
     with mg.no_grad():
         caches = [KVCache() for _ in range(TINY["n_layer"])]
         model(tokens((1, 3)), caches=caches)
@@ -202,8 +212,9 @@ def test_config_refuses_dropout_outside_unit_interval(dropout):
         GPTConfig(**TINY, dropout=dropout)
 
 
-def test_sequence_longer_than_block_size_is_refused():
-    model = tiny_gpt()
+@pytest.mark.parametrize("arch", ARCHS)
+def test_sequence_longer_than_block_size_is_refused(arch):
+    model = tiny_gpt(arch=arch)
     with pytest.raises(ValueError, match="length 7 is longer than block_size=6"):
         model(tokens((1, 7)))
     with pytest.raises(ValueError, match="block_size"):
@@ -232,9 +243,10 @@ def test_targets_out_of_range_are_refused_but_ignore_index_is_not():
 
 @pytest.mark.parametrize("idx", [np.zeros((2, 0), dtype=np.int64), np.zeros(3, dtype=np.int64),
                                  np.zeros((1, 3), dtype=np.float32)])
-def test_token_ids_of_wrong_shape_or_dtype_are_refused(idx):
+@pytest.mark.parametrize("arch", ARCHS)
+def test_token_ids_of_wrong_shape_or_dtype_are_refused(idx, arch):
     with pytest.raises(ValueError, match="expected token ids of shape \\(B, T\\)"):
-        tiny_gpt()(idx)
+        tiny_gpt(arch=arch)(idx)
 
 
 # ---- the PyTorch reference: same weights, same logits, loss and gradients ----
@@ -293,3 +305,120 @@ def test_overfits_one_batch():
         opt.step()
     assert losses[0] == pytest.approx(np.log(16), rel=0.05)  # random init: about uniform predictions
     assert losses[-1] < losses[0] / 10, f"loss went from {losses[0]:.3f} to only {losses[-1]:.3f}"
+
+
+# ---- the LLaMA-style model: rotary positions, SwiGLU, RMSNorm ----
+
+def rand_heads(shape=(2, 2, 5, 4), seed=1, device="cpu"):
+    return mg.tensor(np.random.default_rng(seed).standard_normal(shape), device=device)
+
+
+def test_rotary_turns_each_channel_pair_by_position_times_its_angle():
+    """Pair (i, i + hs/2) at position p is the point (x_i, x_{i+hs/2}) turned by p * 10000^(-2i/hs)."""
+    x = rand_heads()
+    out = RotaryEmbedding(4)(x, start=3).numpy()
+    xs = x.numpy()
+    for p in range(5):
+        for i in range(2):
+            a = (3 + p) * 10000.0 ** (-2 * i / 4)
+            turn = np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])  # a rotation matrix
+            point = np.stack([xs[..., p, i], xs[..., p, i + 2]], axis=-1)  # (B, nh, 2)
+            np.testing.assert_allclose(np.stack([out[..., p, i], out[..., p, i + 2]], axis=-1), point @ turn.T,
+                                       rtol=0, atol=1e-12)
+
+
+def test_rotary_scores_depend_on_relative_position_only():
+    q, k = rand_heads(seed=1), rand_heads(seed=2)
+    rope = RotaryEmbedding(4)
+    scores = (rope(q, 0) @ rope(k, 0).transpose(0, 1, 3, 2)).numpy()
+    shifted = (rope(q, 7) @ rope(k, 7).transpose(0, 1, 3, 2)).numpy()  # every position 7 later
+    np.testing.assert_allclose(shifted, scores, rtol=0, atol=1e-12)
+    apart = (rope(q, 7) @ rope(k, 0).transpose(0, 1, 3, 2)).numpy()  # queries 7 later than keys: differs
+    assert np.abs(apart - scores).max() > 1e-3
+
+
+def test_rotary_at_an_offset_equals_the_same_positions_of_a_longer_sequence():
+    x = rand_heads((2, 2, 9, 4))
+    rope = RotaryEmbedding(4)
+    full = rope(x, 0).numpy()
+    for p in (1, 4, 8):
+        np.testing.assert_allclose(rope(x[:, :, p:], start=p).numpy(), full[:, :, p:], rtol=0, atol=1e-12)
+    assert np.abs(rope(x[:, :, 4:], start=0).numpy() - full[:, :, 4:]).max() > 1e-3  # the offset matters
+
+
+def test_gradcheck_llama_block(device):
+    mg.manual_seed(0)
+    block = scramble(LlamaBlock(LlamaConfig(**TINY)).to(device).to(mg.float64))
+    x = mg.tensor(np.random.default_rng(1).standard_normal((2, 4, 8)), requires_grad=True, device=device)
+    params = block.parameters()
+    assert len(params) == 7  # two RMSNorm weights, qkv and attention proj, w1 w2 w3: no biases
+    mg.gradcheck(lambda x, *params: block(x), x, *params)
+
+
+def test_llama_cached_steps_give_the_logits_of_the_full_sequence(device):
+    """Prompt through fresh caches, then one token at a time at start = its position: each step's logits
+    equal the last position's logits of one uncached pass over the whole sequence so far."""
+    model = tiny_gpt(device, arch="llama").eval()
+    idx = tokens((2, 6))
+    with mg.no_grad():
+        caches = [KVCache() for _ in model.blocks]
+        model(idx[:, :2], caches=caches)
+        for p in range(2, 6):  # positions 2, 3, 4, 5: rotary must turn them by p, not by 0
+            step = model(idx[:, p:p + 1], caches=caches, start=p)[0].numpy()[:, -1]
+            full = model(idx[:, :p + 1])[0].numpy()[:, -1]
+            np.testing.assert_allclose(step, full, rtol=0, atol=1e-10, err_msg=f"position {p}")
+        assert all(len(c) == 6 for c in caches)
+
+
+def test_llama_cached_step_at_position_p_needs_the_rotary_offset(monkeypatch):
+    """The cached step above would fail if rotary ignored the cache's length: turned as position 0, the
+    token's logits differ from the uncached ones at p."""
+    model = tiny_gpt(arch="llama").eval()
+    idx = tokens((1, 4))
+    full = model(idx)[0].numpy()[:, -1]
+    rotary = RotaryEmbedding.forward
+    monkeypatch.setattr(RotaryEmbedding, "forward", lambda self, x, start=0: rotary(self, x, 0))
+    with mg.no_grad():
+        caches = [KVCache() for _ in model.blocks]
+        model(idx[:, :3], caches=caches)
+        step = model(idx[:, 3:], caches=caches, start=3)[0].numpy()[:, -1]
+    assert np.abs(step - full).max() > 1e-3
+
+
+def test_llama_config_refuses_an_odd_head_size():
+    with pytest.raises(ValueError, match="head size n_embd // n_head = 3 must be even"):
+        LlamaConfig(**{**TINY, "n_embd": 6})
+    with pytest.raises(ValueError, match="LlamaConfig: n_embd=10 is not divisible by n_head=3"):
+        LlamaConfig(n_embd=10, n_head=3)
+
+
+def test_llama_swiglu_width_and_untied_head():
+    model = Llama(LlamaConfig(**{**TINY, "n_embd": 64, "n_head": 4}))
+    params = dict(model.named_parameters())
+    assert params["blocks.0.mlp.w1.weight"].shape == (176, 64)  # 2/3 of 4 * 64 = 170, rounded up to 16s
+    assert params["lm_head.weight"].shape == (7, 64) and "wpe.weight" not in params
+    assert not any(name.endswith("bias") for name in params)
+
+
+def test_llama_torch_reference_matches_logits_loss_and_every_gradient():
+    torch = pytest.importorskip("torch", reason="torch is not installed: the PyTorch oracle test is skipped")
+    from models.torch_reference import TorchLlama, from_minigrad
+
+    model = tiny_gpt(arch="llama")
+    idx, targets = tokens((3, 6)), tokens((3, 6), seed=1)
+    targets[:, :2] = IGNORE_INDEX  # as a prompt that is not scored
+    ref = from_minigrad(model, dtype=torch.float64)
+    assert isinstance(ref, TorchLlama)
+
+    logits, loss = model(idx, targets)
+    loss.backward()
+    ref_logits, ref_loss = ref(torch.from_numpy(idx), torch.from_numpy(targets))
+    ref_loss.backward()
+
+    np.testing.assert_allclose(logits.numpy(), ref_logits.detach().numpy(), rtol=0, atol=1e-8)
+    assert abs(loss.item() - ref_loss.item()) <= 1e-8
+    ref_params = dict(ref.named_parameters())
+    assert sorted(ref_params) == sorted(name for name, _ in model.named_parameters())
+    for name, p in model.named_parameters():
+        assert np.abs(p.grad).max() > 1e-6, f"{name}: gradient too small to compare"
+        np.testing.assert_allclose(p.grad, ref_params[name].grad.numpy(), rtol=0, atol=1e-8, err_msg=name)
