@@ -11,6 +11,7 @@ checks therefore live together here:
     build_model(settings, config, dev)  a freshly initialised, seeded model; ARCHITECTURES names each one
     save_checkpoint / load_checkpoint   the file, written atomically; read back and checked
     restore(ckpt, device)               its task and model, with its weights, ready to run
+    prompt_ids(task, prompt)            a --prompt as token ids, refused in one line if a token is unknown
     run_cli(main, argv, prog)           a UsageError ends in one line and exit status 2, never a traceback
 """
 
@@ -28,7 +29,7 @@ import minigrad as mg
 from minigrad import backend, nn
 from minigrad.optim import Optimizer
 from models import GPT, GPTConfig, Llama, LlamaConfig
-from tasks import TASKS, Task, make_task
+from tasks import TASKS, Task, make_task, split
 
 ARCHITECTURES = {  # --arch: model class and config class. A config takes vocab_size, block_size, n_layer,
     "gpt": (GPT, GPTConfig),  # n_head, n_embd and dropout; the model has forward, generate, trace_attention
@@ -198,6 +199,17 @@ def restore(ckpt: dict[str, Any], device: str) -> tuple[Task, nn.Module]:
     model = build_model(settings, model_config(settings, task), device)
     load_weights(model, ckpt)
     return task, model
+
+
+def prompt_ids(task: Task, prompt: str | None) -> list[int]:
+    """A --prompt as the task's token ids (space-separated tokens, or characters for the text task); a
+    token outside the vocabulary is refused, by name. None: the prompt of the first held-out example."""
+    if prompt is None:
+        return task.split_prompt(split(task, seed=HELDOUT_SEED).heldout[0][0])[0]
+    try:
+        return task.encode(prompt)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def load_weights(model: nn.Module, ckpt: dict[str, Any]) -> None:

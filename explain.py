@@ -19,9 +19,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from checkpoint import CHECKPOINT, HELDOUT_SEED, UsageError, load_checkpoint, restore, run_cli
+from checkpoint import CHECKPOINT, UsageError, load_checkpoint, prompt_ids, restore, run_cli
 from minigrad import nn
-from tasks import Task, split
+from tasks import Task
 
 
 def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
@@ -41,13 +41,7 @@ def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
 
     task, model = restore(load_checkpoint(args.out), args.device)
     model.eval()
-    if args.prompt is None:
-        ids = task.split_prompt(split(task, seed=HELDOUT_SEED).heldout[0][0])[0]
-    else:
-        try:
-            ids = task.encode(args.prompt)
-        except ValueError as err:
-            raise UsageError(str(err)) from None
+    ids = prompt_ids(task, args.prompt)
     if not 1 <= len(ids) <= model.config.block_size:
         raise UsageError(f"--prompt has {len(ids)} tokens; this model takes 1 to {model.config.block_size}")
     explain_example(model, task, ids, args.layer, args.head, args.query)

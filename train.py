@@ -4,6 +4,7 @@
     python train.py --task sort --steps 1500 --preset small
     python train.py --resume             # continue the run saved in --out (same total --steps)
     python train.py explain --prompt "我 吃 蘋果"   # the walkthrough's four steps on the trained model
+    python train.py sample --prompt "我 吃 蘋果"    # continue a prompt with the trained model (sample.py)
 
 The heart of this file is train_step(): forward, loss, backward, clip, optimizer step. train() runs it
 in a loop with the learning-rate schedule, held-out evaluation, checkpoints and Ctrl-C. What explain.py
@@ -53,6 +54,7 @@ from explain import explain_example, explain_main, farthest_look
 from minigrad import backend, fast, nn
 from minigrad.optim import AdamW, Optimizer, clip_grad_norm_, cosine_lr, decay_groups
 from models import IGNORE_INDEX
+from sample import sample_main
 from tasks import TASKS, Task, split
 
 LOCK = "train.lock"  # in --out, while a run writes there
@@ -83,14 +85,16 @@ def train_step(model: nn.Module, opt: Optimizer, x: np.ndarray, y: np.ndarray, g
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        description="Train the minigrad GPT on a toy next-token task. Tasks: "
+        description="Train the minigrad GPT (--arch llama: a LLaMA-style decoder) on a toy next-token task. Tasks: "
         + "; ".join(f"{k}: {v}" for k, v in TASKS.items()),
-        epilog="Explain mode (the walkthrough's steps on a trained model): python train.py explain --help")
+        epilog="Explain mode (the walkthrough's steps on a trained model): python train.py explain --help. "
+               "Sample mode (continue a prompt): python train.py sample --help")
     g = p.add_argument_group("task")
     g.add_argument("--task", choices=list(TASKS), help=f"what to learn (default {DEFAULTS['task']})")
     g.add_argument("--data", metavar="FILE", help="UTF-8 text file for --task text")
     g = p.add_argument_group("model")
-    g.add_argument("--arch", choices=list(ARCHITECTURES), help=f"architecture (default {DEFAULTS['arch']})")
+    g.add_argument("--arch", choices=list(ARCHITECTURES),
+                   help=f"architecture (default {DEFAULTS['arch']}; llama: RMSNorm, rotary positions, SwiGLU)")
     g.add_argument("--preset", choices=list(PRESETS), help="model size (default tiny: " + ", ".join(
         f"{k} {v['n_embd']}/{v['n_head']}/{v['n_layer']}" for k, v in PRESETS.items()) + " width/heads/layers)")
     g.add_argument("--n-embd", type=int, help="width (d_model); overrides the preset")
@@ -350,6 +354,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["explain"]:
         return run_cli(lambda a: explain_main(a, prog="train.py explain"), argv[1:], "train.py explain")
+    if argv[:1] == ["sample"]:
+        return run_cli(lambda a: sample_main(a, prog="train.py sample"), argv[1:], "train.py sample")
     return run_cli(lambda a: train(build_parser().parse_args(a)), argv, "train.py")
 
 

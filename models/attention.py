@@ -69,7 +69,7 @@ class MultiHeadSelfAttention(nn.Module):
 
         # Q, K, V are plain projections of x: one (C -> 3C) matrix computes them for all heads at once
         qkv = self.qkv(x)  # (B, T, 3C)
-        q, k, v = qkv[:, :, :C], qkv[:, :, C:2 * C], qkv[:, :, 2 * C:]  # each (B, T, C)
+        q, k, v = qkv.split(C, dim=-1)  # each (B, T, C); one node, whose backward writes one (B, T, 3C) gradient
 
         # multi-head split: head h owns channels [h*hs, (h+1)*hs) of each
         q = q.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)

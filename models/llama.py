@@ -65,18 +65,8 @@ class RotaryEmbedding(nn.Module):
         angle = xp.arange(start, start + T)[:, None] * theta  # (T, hs/2)
         cos = Tensor(xp.cos(angle), dtype=x.dtype, device=x.device)  # (T, hs/2), broadcast over B and nh
         sin = Tensor(xp.sin(angle), dtype=x.dtype, device=x.device)
-        x1, x2 = x[..., :hs // 2], x[..., hs // 2:]  # (B, nh, T, hs/2) each
+        x1, x2 = x.split(hs // 2, dim=-1)  # (B, nh, T, hs/2) each: the pairs' first and second coordinates
         return F.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)  # (B, nh, T, hs)
-
-
-class RMSNorm(nn.Module):  # TEMPORARY, until nn.RMSNorm (issue 11's ops) lands: then use that
-    def __init__(self, dim: int, eps: float) -> None:
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.constant((dim,), 1.0)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return x * ((x * x).mean(axis=-1, keepdims=True) + self.eps).rsqrt() * self.weight
 
 
 class SwiGLU(nn.Module):
@@ -104,10 +94,10 @@ class LlamaBlock(nn.Module):
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__()
         C, nh = config.n_embd, config.n_head
-        self.norm_1 = RMSNorm(C, config.norm_eps)
+        self.norm_1 = nn.RMSNorm(C, eps=config.norm_eps)
         self.attn = MultiHeadSelfAttention(C, nh, config.dropout, bias=False,
                                            rotary=RotaryEmbedding(C // nh, config.rope_base))
-        self.norm_2 = RMSNorm(C, config.norm_eps)
+        self.norm_2 = nn.RMSNorm(C, eps=config.norm_eps)
         self.mlp = SwiGLU(C, config.multiple_of, config.dropout)
 
     def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
@@ -123,7 +113,7 @@ class Llama(DecoderModel):
         self.wte = nn.Embedding(config.vocab_size, config.n_embd)  # token -> vector; no position table
         self.drop = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList([LlamaBlock(config) for _ in range(config.n_layer)])
-        self.norm_f = RMSNorm(config.n_embd, config.norm_eps)
+        self.norm_f = nn.RMSNorm(config.n_embd, eps=config.norm_eps)
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)  # untied, as in LLaMA
         self.scale_residual_projections("attn.proj.weight", "mlp.w2.weight")
 

@@ -34,8 +34,9 @@ def run_main(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-def test_training_lowers_the_loss(tmp_path, capsys):
-    code, out, _ = run_main(capsys, "--steps", "60", "--out", str(tmp_path), *SMALL)
+@pytest.mark.parametrize("arch", ["gpt", "llama"])
+def test_training_lowers_the_loss(tmp_path, capsys, arch):
+    code, out, _ = run_main(capsys, "--arch", arch, "--steps", "60", "--out", str(tmp_path), *SMALL)
     assert code == 0
     at_20 = float(re.search(r"step\s+20\s+train loss ([\d.]+)", out).group(1))
     result = final_line(out)
@@ -57,6 +58,7 @@ def test_default_run_prints_samples_and_explanation(tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--n-embd", "30", "--n-head", "4"], "not divisible"),
     (["--n-head", "0"], "n_head must be a positive integer"),
+    (["--arch", "llama", "--n-embd", "12", "--n-head", "4"], "head size n_embd // n_head = 3 must be even"),
     (["--dropout", "1.5"], "dropout must be in [0, 1)"),
     (["--task", "text", "--data", "/no/such/file.txt"], "not found"),
     (["--task", "text"], "needs a UTF-8 file: --data FILE"),
@@ -122,6 +124,8 @@ def test_resume_refuses_a_different_model(tmp_path, capsys):
     assert run_main(capsys, "--task", "sort", "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
     code, _, err = run_main(capsys, "--resume", "--n-embd", "32", "--out", str(tmp_path))
     assert code == 2 and "differs from the checkpoint" in err
+    code, _, err = run_main(capsys, "--resume", "--arch", "llama", "--out", str(tmp_path))
+    assert code == 2 and "--arch llama differs from the checkpoint's gpt" in err
 
 
 def test_killed_run_leaves_the_last_checkpoint_readable_and_its_folder_free(tmp_path):
@@ -179,9 +183,10 @@ def test_explain_weights_sum_to_one_and_are_zero_when_masked(tmp_path, capsys):
     assert "Attention in layer 0, head 1, for position 1 (吃)" in out
 
 
-def test_explain_uses_the_model_s_own_weights(tmp_path, capsys):
+@pytest.mark.parametrize("arch", ["gpt", "llama"])
+def test_explain_uses_the_model_s_own_weights(tmp_path, capsys, arch):
     """The printed step 3 is softmax(step 1) over the kept positions: the two computations agree."""
-    assert run_main(capsys, "--steps", "20", "--out", str(tmp_path), *SMALL)[0] == 0
+    assert run_main(capsys, "--arch", arch, "--steps", "20", "--out", str(tmp_path), *SMALL)[0] == 0
     task, model = restore(load_checkpoint(str(tmp_path)), "cpu")
     ids = make_task("sentences").encode("我 吃 蘋果 ， 蘋果")
     explain_example(model, task, ids, layer=0, head=0, query=3)
