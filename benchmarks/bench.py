@@ -172,10 +172,11 @@ def float64_free(model: GPT, x: np.ndarray, y: np.ndarray) -> bool:
 
     def recording(cls: type, *inputs: Any, **options: Any) -> Any:
         out = original(cls, *inputs, **options)
-        if out.dtype == np.float64:
+        outs = out if isinstance(out, tuple) else (out,)  # a node with several outputs (split) gives a tuple
+        if any(t.dtype == np.float64 for t in outs):
             seen.append(f"{cls.__name__} output")
-        if out._ctx is not None:
-            saved = vars(out._ctx).items()
+        if outs[0]._ctx is not None:
+            saved = vars(outs[0]._ctx).items()
             seen.extend(f"{cls.__name__}.{k}" for k, v in saved if getattr(v, "dtype", None) == np.float64)
         return out
 
