@@ -3,13 +3,14 @@
     python train.py                      # the default: the `sentences` task, a few seconds on a CPU
     python train.py --task sort --steps 1500 --preset small
     python train.py --resume             # continue the run saved in --out (same total --steps)
+    mpiexec -n 2 python train.py --dist mpi   # data-parallel: each process trains on half of each batch
     python train.py explain --prompt "我 吃 蘋果"   # the walkthrough's four steps on the trained model
     python train.py sample --prompt "我 吃 蘋果"    # continue a prompt with the trained model (sample.py)
 
 The heart of this file is train_step(): forward, loss, backward, clip, optimizer step. train() runs it
 in a loop with the learning-rate schedule, held-out evaluation, checkpoints and Ctrl-C. What explain.py
 needs too (settings, building the model, the checkpoint file, one-line errors) is in checkpoint.py;
-the tasks are in tasks.py, the model in models/.
+the tasks are in tasks.py, the model in models/, data parallelism in minigrad/distributed.py.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -51,7 +53,7 @@ from checkpoint import (
     save_checkpoint,
 )
 from explain import explain_example, explain_main, farthest_look
-from minigrad import backend, fast, nn
+from minigrad import backend, distributed, fast, nn
 from minigrad.optim import AdamW, Optimizer, clip_grad_norm_, cosine_lr, decay_groups
 from models import IGNORE_INDEX
 from sample import sample_main
@@ -113,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--device", choices=list(backend.DEVICES), default="cpu")
     g.add_argument("--dtype", choices=DTYPES)
     g.add_argument("--eval-interval", type=int, help="steps between held-out evaluations")
+    g.add_argument("--dist", choices=["mpi"], help="data-parallel over the processes of mpiexec, each on its "
+                   "slice of every batch: mpiexec -n 2 python train.py --dist mpi (pip install -e '.[mpi]')")
     g = p.add_argument_group("output")
     g.add_argument("--out", default="out", help="folder for the checkpoint (default ./out)")
     g.add_argument("--resume", action="store_true", help=f"continue from --out/{CHECKPOINT} up to --steps")
@@ -255,7 +259,34 @@ def all_finite(model: nn.Module) -> bool:
 
 
 def train(args: argparse.Namespace) -> int:
-    """python train.py: check every argument before any work, build (or resume) the run, train, report."""
+    """python train.py, or one rank of `mpiexec -n N python train.py --dist mpi`.
+
+    Rank 0 speaks for all: the other ranks print nothing, and leave to it the errors that every rank
+    meets alike (the only errors they can meet before training: each reads the same flags and files).
+    """
+    world = join_world(args)
+    if world.rank == 0:
+        return train_rank(args, world)
+    sys.stdout = open(os.devnull, "w")  # for as long as this process lives
+    try:
+        return train_rank(args, world)
+    except (UsageError, RunFailed) as err:
+        return 2 if isinstance(err, UsageError) else 1
+
+
+def join_world(args: argparse.Namespace) -> distributed.World:
+    """--dist mpi: the ranks of the mpiexec this process was started by (run alone, a world of one)."""
+    if args.dist is None:
+        return distributed.World()
+    check_device(args.device)
+    try:
+        return distributed.init(args.device)
+    except RuntimeError as err:  # no mpi4py or no MPI library: what to install
+        raise UsageError(f"--dist mpi: {err}") from None
+
+
+def train_rank(args: argparse.Namespace, world: distributed.World) -> int:
+    """Check every argument before any work, build (or resume) the run, train, report."""
     if args.samples < 0:
         raise UsageError(f"--samples must be 0 or more, got {args.samples}")
     if os.path.exists(args.out) and not os.path.isdir(args.out):
@@ -266,8 +297,12 @@ def train(args: argparse.Namespace) -> int:
     task = build_task(settings)
     config = model_config(settings, task)
     check_memory(config, settings, task.seq_len - 1, args.device)
+    if settings["batch_size"] % world.size:
+        raise UsageError(f"--batch-size {settings['batch_size']} does not split evenly over {world.size} ranks; "
+                         f"choose a multiple of {world.size}")
 
-    with writing_into(args.out):
+    # from here on the ranks talk to each other: one that fails must not leave the others waiting
+    with world.failing_together(), writing_into(args.out) if world.rank == 0 else nullcontext():
         model = build_model(settings, config, args.device)
         opt = AdamW(decay_groups(model.named_parameters(), settings["weight_decay"]), lr=settings["lr"],
                     betas=(0.9, 0.95), fused=True)
@@ -277,24 +312,35 @@ def train(args: argparse.Namespace) -> int:
             step = resume_training(ckpt, task, model, opt, data_rng)
             print(f"resumed from {path} at step {step}" + (
                 f"; --steps {settings['steps']} is already reached" if step >= settings["steps"] else ""))
-        elif os.path.exists(path):
+        elif world.rank == 0 and os.path.exists(path):
             os.replace(path, path.replace(".npz", "-previous.npz"))
             print(f"note: the earlier {path} was kept as {CHECKPOINT.replace('.npz', '-previous.npz')}")
-        return run_training(args, settings, task, model, opt, data_rng, step)
+        world.broadcast([p.data for p in model.parameters()])  # every rank starts from rank 0's weights
+        if world.rank:
+            mg.manual_seed(settings["seed"] + world.rank)  # but draws dropout masks of its own
+        return run_training(args, settings, task, model, opt, data_rng, step, world)
 
 
 def run_training(args: argparse.Namespace, settings: dict[str, Any], task: Task, model: nn.Module, opt: Optimizer,
-                 data_rng: np.random.Generator, step: int) -> int:
-    """The loop around train_step, from `step` to settings["steps"], then the held-out report."""
+                 data_rng: np.random.Generator, step: int, world: distributed.World) -> int:
+    """The loop around train_step, from `step` to settings["steps"], then the held-out report.
+
+    With several ranks, every rank draws the whole batch from the same random stream, trains on its own
+    slice of the rows, and the gradients are combined (sum_shares) before the update.
+    """
     data = split(task, seed=HELDOUT_SEED)
     steps, path = settings["steps"], os.path.join(args.out, CHECKPOINT)
+    per_rank = settings["batch_size"] // world.size
+    rows = slice(world.rank * per_rank, (world.rank + 1) * per_rank)  # this rank's slice of every batch
     saved_step = step if args.resume else None  # the last good checkpoint on disk
     print(f"task {task.name}: {TASKS[task.name]}")
     print(f"model: {model.num_parameters():,} parameters, width {model.config.n_embd}, {model.config.n_head} heads, "
-          f"{model.config.n_layer} layers; {steps} steps of {settings['batch_size']} sequences on {args.device}")
+          f"{model.config.n_layer} layers; {steps} steps of {settings['batch_size']} sequences on {args.device}"
+          + (f", {per_rank} on each of {world.size} ranks" if world.size > 1 else ""))
     stop = StopRequest()
     loss_value, train_time, trained_tokens = float("nan"), 0.0, 0
-    bar = tqdm(total=steps, initial=step, disable=None, unit="step", dynamic_ncols=True)
+    bar = tqdm(total=steps, initial=step, disable=None if world.rank == 0 else True, unit="step",
+               dynamic_ncols=True)
     # a diverging run overflows inside NumPy; the loop notices the non-finite loss itself and says so in one line
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         try:
@@ -304,7 +350,10 @@ def run_training(args: argparse.Namespace, settings: dict[str, Any], task: Task,
                 for group in opt.param_groups:
                     group["lr"] = lr
                 x, y = batch_arrays(*data.train_batch(data_rng, settings["batch_size"]))
-                loss_value = train_step(model, opt, x, y, settings["grad_clip"])
+                share = scored_share(y, rows)
+                loss_value = train_step(model, opt, x[rows], y[rows], settings["grad_clip"],
+                                        None if world.size == 1 else partial(sum_shares, world, share))
+                loss_value, stopping = agree(world, loss_value * share, stop.requested)
                 step += 1
                 train_time += time.perf_counter() - start
                 trained_tokens += x.size
@@ -312,25 +361,29 @@ def run_training(args: argparse.Namespace, settings: dict[str, Any], task: Task,
                 bar.set_postfix(loss=f"{loss_value:.4f}", tok_s=f"{trained_tokens / train_time:,.0f}")
                 if not math.isfinite(loss_value):
                     raise diverged(f"the training loss is {loss_value} at step {step}", settings, path, saved_step)
-                if step % settings["eval_interval"] == 0 or step == steps:
+                if world.rank == 0 and (step % settings["eval_interval"] == 0 or step == steps):
                     val_loss, val_acc = evaluate(model, *data.heldout)
                     bar.write(f"step {step:5d}  train loss {loss_value:.4f}  val loss {val_loss:.4f}  "
                               f"val acc {val_acc:.2%}")
-                if step % settings["checkpoint_interval"] == 0 or step == steps or stop.requested:
+                if step % settings["checkpoint_interval"] == 0 or step == steps or stopping:
                     if not all_finite(model):  # a finite loss, but the update that followed overflowed
                         raise diverged(f"the weights are no longer finite after step {step}", settings, path,
                                        saved_step)
-                    save_checkpoint(path, model, opt, step, settings, task.vocab, data_rng)
+                    if world.rank == 0:  # the ranks' weights are equal: one writes them
+                        save_checkpoint(path, model, opt, step, settings, task.vocab, data_rng)
                     saved_step = step
-                if stop.requested:
+                if stopping:  # every rank stops after the same step
                     bar.close()
+                    launch = f"mpiexec -n {world.size} " if world.size > 1 else ""
                     print(f"stopped at step {step}; checkpoint saved to {path}. Continue with: "
-                          f"python train.py --resume --out {args.out}")
+                          f"{launch}python train.py --resume --out {args.out}" + (" --dist mpi" if args.dist else ""))
                     return 130
         finally:
             bar.close()
             stop.restore()
 
+    if world.rank != 0:
+        return 0
     val_loss, val_acc = evaluate(model, *data.heldout)
     if args.samples:
         print("held-out completions (greedy):")
@@ -342,6 +395,29 @@ def run_training(args: argparse.Namespace, settings: dict[str, Any], task: Task,
     print(f"final: step={step} train_loss={loss_value:.4f} val_loss={val_loss:.4f} val_acc={val_acc:.4f} "
           f"tokens_per_s={tokens_per_s:.0f}")
     return 0
+
+
+def scored_share(y: np.ndarray, rows: slice) -> float:
+    """The part of the batch's scored targets (those not IGNORE_INDEX) that lie in `rows`."""
+    return float((y[rows] != IGNORE_INDEX).sum() / (y != IGNORE_INDEX).sum())
+
+
+def sum_shares(world: distributed.World, share: float, params: list[nn.Parameter]) -> None:
+    """train_step's reduce_grads under --dist mpi. A rank's gradient is that of the mean loss over its own
+    scored targets; weighted by its share of the batch's scored targets and summed over the ranks, it is
+    the gradient of the mean over all of them: what one process computes on the whole batch."""
+    grads = [p.grad for p in params]
+    for g in grads:
+        g *= share
+    world.all_reduce(grads)
+
+
+def agree(world: distributed.World, loss_share: float, stop_requested: bool) -> tuple[float, bool]:
+    """The whole batch's loss (the ranks' weighted losses, summed) and whether any rank was asked to stop,
+    in one small all-reduce: every rank then reports the same loss and stops after the same step."""
+    sums = np.array([loss_share, float(stop_requested)])
+    world.all_reduce([sums])
+    return float(sums[0]), bool(sums[1])
 
 
 def diverged(what: str, settings: dict[str, Any], path: str, saved_step: int | None) -> RunFailed:

@@ -16,7 +16,9 @@ summed by MPI there, and copied back. A plain `python` process is a world of one
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import atexit
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from minigrad import backend
@@ -49,6 +51,17 @@ class World:
         """Return once every rank has called barrier()."""
         if self.comm is not None:
             self.comm.Barrier()
+
+    @contextmanager
+    def failing_together(self) -> Iterator[None]:
+        """Inside, an exception that ends this rank ends the whole job as this process exits (MPI_Abort),
+        rather than leave the other ranks waiting forever in a collective for a rank that has gone."""
+        try:
+            yield
+        except BaseException as err:
+            if self.size > 1:  # atexit: after the error has been reported; 130 for Ctrl-C, as the shell's
+                atexit.register(self.comm.Abort, 130 if isinstance(err, KeyboardInterrupt) else 1)
+            raise
 
     def _each(self, arrays: Sequence[Any], on_host: Callable[[Any], None], on_gpu: Callable[[Any], None]) -> None:
         """Run a collective on each array, through a contiguous copy where the array is not contiguous.

@@ -17,8 +17,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import minigrad as mg  # noqa: E402
+import train  # noqa: E402
 from minigrad import backend, distributed  # noqa: E402
-from models import GPT, GPTConfig  # noqa: E402
+from models import GPT, IGNORE_INDEX, GPTConfig  # noqa: E402
 
 
 def inputs(rank: int) -> list[np.ndarray]:
@@ -42,6 +43,28 @@ def broadcast(world: distributed.World, device: str, args: argparse.Namespace) -
     return [before, [backend.to_numpy(p.data).tolist() for p in model.parameters()]]
 
 
+def uneven_batch() -> tuple[GPT, np.ndarray, np.ndarray]:
+    """A float64 model and a batch of 4 rows whose first two (rank 0's) score 1 target and last two 9."""
+    mg.manual_seed(7)
+    model = GPT(GPTConfig(vocab_size=7, block_size=5, n_embd=8, n_head=2, n_layer=1)).to(mg.float64)
+    rng = np.random.default_rng(7)
+    x, y = rng.integers(0, 7, (4, 5)), rng.integers(0, 7, (4, 5))
+    y[:2] = IGNORE_INDEX
+    y[0, 3] = 2
+    y[2, 0] = IGNORE_INDEX
+    return model, x, y
+
+
+def weighted_gradients(world: distributed.World, device: str, args: argparse.Namespace) -> list:
+    """train.py's gradient combination (scored_share, sum_shares) after each rank's backward on its half of
+    uneven_batch()."""
+    model, x, y = uneven_batch()
+    rows = slice(2 * world.rank, 2 * world.rank + 2)
+    model(x[rows], y[rows])[1].backward()
+    train.sum_shares(world, train.scored_share(y, rows), model.parameters())
+    return [p.grad.tolist() for p in model.parameters()]
+
+
 def barrier(world: distributed.World, device: str, args: argparse.Namespace) -> bool:
     """Rank 1 writes a file just before the barrier; every rank looks for it just after."""
     flag = Path(args.out) / "rank1-was-here"
@@ -51,7 +74,8 @@ def barrier(world: distributed.World, device: str, args: argparse.Namespace) -> 
     return flag.exists()
 
 
-CHECKS = {"all_reduce": all_reduce, "broadcast": broadcast, "barrier": barrier}
+CHECKS = {"all_reduce": all_reduce, "broadcast": broadcast, "barrier": barrier,
+          "weighted_gradients": weighted_gradients}
 
 
 def main() -> None:

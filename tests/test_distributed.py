@@ -17,6 +17,7 @@ import pytest
 
 from minigrad import backend, distributed
 from tests.conftest import NO_CUDA_REASON
+from tests.distributed_worker import inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "distributed_worker.py"
@@ -27,9 +28,6 @@ needs_mpi4py = pytest.mark.skipif(not HAS_MPI4PY, reason=f"needs mpi4py: {distri
 needs_mpi = pytest.mark.skipif(
     MPIEXEC is None or not HAS_MPI4PY,
     reason=f"needs {'mpiexec' if MPIEXEC is None else 'mpi4py'}: {distributed.INSTALL}")
-
-sys.path.insert(0, str(WORKER.parent))
-from distributed_worker import inputs  # noqa: E402
 
 
 def run_worker(out: Path, *args: str, ranks: int | None = 2) -> list[dict]:
