@@ -280,9 +280,12 @@ def join_world(args: argparse.Namespace) -> distributed.World:
         return distributed.World()
     check_device(args.device)
     try:
-        return distributed.init(args.device)
+        world = distributed.init(args.device)
     except RuntimeError as err:  # no mpi4py or no MPI library: what to install
         raise UsageError(f"--dist mpi: {err}") from None
+    if world.ranks_on_node > 1:
+        fast.share_cores(world.ranks_on_node)
+    return world
 
 
 def train_rank(args: argparse.Namespace, world: distributed.World) -> int:

@@ -27,17 +27,19 @@ INSTALL = "pip install mpi4py mpich (or pip install -e '.[mpi]')"
 
 
 class World:
-    """The processes training together: this one's `rank` and their number, `size`.
+    """The processes training together: this one's `rank`, their number, `size`, and how many of them
+    share this machine, `ranks_on_node`.
 
     World() is a world of one without MPI, where every collective returns at once. init() joins the
     MPI job this process was started in.
     """
 
-    def __init__(self, comm: Any = None, nccl_comm: Any = None) -> None:
+    def __init__(self, comm: Any = None, nccl_comm: Any = None, ranks_on_node: int = 1) -> None:
         self.comm = comm  # an mpi4py communicator, None for a world of one
         self.nccl_comm = nccl_comm  # a cupy.cuda.nccl.NcclCommunicator over the same ranks, or None
         self.rank = 0 if comm is None else comm.Get_rank()
         self.size = 1 if comm is None else comm.Get_size()
+        self.ranks_on_node = ranks_on_node
 
     def all_reduce(self, arrays: Sequence[Any]) -> None:
         """Replace each array, on every rank, by its sum over all ranks (in place)."""
@@ -132,14 +134,14 @@ def init(device: str = "cpu") -> World:
     except (ImportError, RuntimeError) as err:  # RuntimeError: mpi4py found no MPI library
         raise RuntimeError(f"MPI is not available ({err}); install it: {INSTALL}") from None
     comm = MPI.COMM_WORLD
-    if backend.check_device(device) == "cpu" or comm.Get_size() == 1:
-        return World(comm)
     node = comm.Split_type(MPI.COMM_TYPE_SHARED)  # the ranks on this rank's node
+    if backend.check_device(device) == "cpu" or comm.Get_size() == 1:
+        return World(comm, ranks_on_node=node.Get_size())
     gpus = backend.cupy.cuda.runtime.getDeviceCount()
     backend.cupy.cuda.Device(node.Get_rank() % gpus).use()
     nccl = _nccl()
     # NCCL wants a GPU of its own for each rank; every rank must make the same choice
     if not comm.allreduce(nccl is not None and node.Get_size() <= gpus, op=MPI.LAND):
-        return World(comm)
+        return World(comm, ranks_on_node=node.Get_size())
     uid = comm.bcast(nccl.get_unique_id() if comm.Get_rank() == 0 else None, root=0)  # 128 bytes, once
-    return World(comm, nccl.NcclCommunicator(comm.Get_size(), uid, comm.Get_rank()))
+    return World(comm, nccl.NcclCommunicator(comm.Get_size(), uid, comm.Get_rank()), node.Get_size())

@@ -5,6 +5,7 @@
 - `fused_adamw_step(opt)`: what `AdamW(..., fused=True).step()` runs: the rule of `AdamW.update`,
   computed in place, chunk by chunk, on every CPU core, with one scratch buffer per thread.
 - `run_parallel` and `chunk_size`: the thread pool and the chunking behind it.
+- `share_cores(n)`: for n processes training side by side on one machine (mpiexec), a share each.
 """
 
 from __future__ import annotations
@@ -69,6 +70,22 @@ def run_parallel(fn: Callable[[Any], None], items: list[Any], device: str, eleme
         _pool = ThreadPoolExecutor(_threads, thread_name_prefix="minigrad")
     for _ in _pool.map(fn, items):  # consuming the results re-raises any exception here
         pass
+
+
+def share_cores(processes: int) -> None:
+    """Give this process its share of the cores when `processes` of them train on one machine (the ranks
+    of mpiexec on one host): NumPy's BLAS and run_parallel then use cores / processes threads each.
+    Otherwise each BLAS starts a thread per core, and the threads that wait spin against the others'
+    work: 2 ranks on 2 cores trained over ten times slower here. Limiting the BLAS needs threadpoolctl
+    (the mpi extra installs it); without it, only run_parallel is limited.
+    """
+    global _threads
+    _threads = max(1, _threads // processes)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(_threads, user_api="blas")
 
 
 def chunk_size(device: str) -> int:

@@ -65,6 +65,15 @@ def weighted_gradients(world: distributed.World, device: str, args: argparse.Nam
     return [p.grad.tolist() for p in model.parameters()]
 
 
+def cores(world: distributed.World, device: str, args: argparse.Namespace) -> list:
+    """How many ranks train.py's world counts on this machine, and the BLAS threads each then keeps."""
+    from threadpoolctl import threadpool_info
+
+    world = train.join_world(argparse.Namespace(dist="mpi", device="cpu"))
+    blas = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+    return [world.ranks_on_node, sorted(blas)]
+
+
 def barrier(world: distributed.World, device: str, args: argparse.Namespace) -> bool:
     """Rank 1 writes a file just before the barrier; every rank looks for it just after."""
     flag = Path(args.out) / "rank1-was-here"
@@ -75,7 +84,7 @@ def barrier(world: distributed.World, device: str, args: argparse.Namespace) -> 
 
 
 CHECKS = {"all_reduce": all_reduce, "broadcast": broadcast, "barrier": barrier,
-          "weighted_gradients": weighted_gradients}
+          "weighted_gradients": weighted_gradients, "cores": cores}
 
 
 def main() -> None:

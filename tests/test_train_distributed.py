@@ -84,6 +84,13 @@ def test_gradient_is_the_mean_over_every_scored_target_not_a_mean_of_the_ranks_m
 
 
 @needs_mpi
+def test_ranks_on_one_machine_share_its_cores(tmp_path):
+    pytest.importorskip("threadpoolctl", reason="limiting NumPy's BLAS threads needs threadpoolctl (the mpi extra)")
+    share = max(1, len(os.sched_getaffinity(0)) // 2)
+    assert [r["result"] for r in run_worker(tmp_path, "cores")] == [[2, [share]], [2, [share]]]
+
+
+@needs_mpi
 def test_a_batch_that_does_not_split_evenly_is_refused_once(tmp_path):
     result = two_ranks(*RUN, "--batch-size", "7", "--out", str(tmp_path))
     assert result.returncode == 2
