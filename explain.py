@@ -1,27 +1,31 @@
 """Explain mode: the walkthrough's four steps of self-attention on a trained model's numbers.
 
-    python explain.py --prompt "我 吃 蘋果" [--layer L] [--head H] [--query I] [--png attention.png]
+    python explain.py [--prompt "我 吃 蘋果 ， 蘋果 被 我"] [--layer L] [--head H] [--query I] [--png attention.png]
     python train.py explain ...          # the same
 
 For one layer, head and query position it prints step 1 the scores q.k / sqrt(d_k) against every
 position, step 2 which of them the causal mask removes, step 3 the softmax weights, and step 4 how
-much each position's value vector contributes to the output.
+much each position's value vector contributes to the output, and says why it chose that position
+(choose_query: the task's focus, for the sentences task 被) and that head (choose_head: the one whose
+attention reaches furthest back). The same table ends `python train.py`.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import sys
 import unicodedata
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from checkpoint import CHECKPOINT, UsageError, load_checkpoint, prompt_ids, restore, run_cli
+from checkpoint import CHECKPOINT, HELDOUT_SEED, UsageError, load_checkpoint, prompt_ids, restore, run_cli
 from minigrad import nn
-from tasks import Task
+from tasks import Task, split
 
 
 def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
@@ -29,10 +33,13 @@ def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
                                 "with the numbers of the model trained in --out.")
     p.add_argument("--out", default="out", help=f"folder holding {CHECKPOINT} (default ./out)")
     p.add_argument("--prompt", help="space-separated tokens (characters for the text task); "
-                                    "default: a held-out example's prompt")
-    p.add_argument("--layer", type=int, help="decoder block, from 0 (default: the last)")
-    p.add_argument("--head", type=int, help="attention head, from 0 (default: the most focused one)")
-    p.add_argument("--query", type=int, help="position whose attention is explained (default: the last)")
+                                    "default: the first held-out example")
+    p.add_argument("--layer", type=int, help="decoder block, from 0 (default: with --head, the block whose head "
+                                             "reaches furthest back)")
+    p.add_argument("--head", type=int, help="attention head, from 0 (default: the one whose attention reaches "
+                                            "furthest back)")
+    p.add_argument("--query", type=int, help="position whose attention is explained (default: the task's focus, "
+                                             "such as 被 in the sentences task, else the last)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--png", metavar="FILE", help="also draw every head's attention weights (needs matplotlib)")
     args = p.parse_args(argv)
@@ -41,7 +48,7 @@ def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
 
     task, model = restore(load_checkpoint(args.out), args.device)
     model.eval()
-    ids = prompt_ids(task, args.prompt)
+    ids = default_ids(task) if args.prompt is None else prompt_ids(task, args.prompt)
     if not 1 <= len(ids) <= model.config.block_size:
         raise UsageError(f"--prompt has {len(ids)} tokens; this model takes 1 to {model.config.block_size}")
     explain_example(model, task, ids, args.layer, args.head, args.query)
@@ -50,56 +57,86 @@ def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
     return 0
 
 
+def default_ids(task: Task) -> list[int]:
+    """The example explained when no --prompt is given: the first held-out example, as the model reads it
+    (all tokens but the last), the same one that train.py explains at the end of training."""
+    return [int(i) for i in split(task, seed=HELDOUT_SEED).heldout[0][0][:-1]]
+
+
+def shares(w: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """share_j = w_j |v_j| / sum_i w_i |v_i|: the part of the output b = sum_j w_j v_j that position j
+    contributes, by size. With weights w (T,) >= 0 and values v (T, d_k) each share is in [0, 1] and they add up to
+    1 (all 0 if every w_j v_j is zero)."""
+    contribution = w * np.linalg.norm(v, axis=-1)  # |w_j v_j|
+    total = contribution.sum()
+    return contribution / total if total > 0 else contribution
+
+
+def choose_query(task: Task, ids: Sequence[int], query: int | None) -> tuple[int, str]:
+    """The position to explain and why: --query, else the task's focus token (the first one), else the last."""
+    if query is not None:
+        return query, f"--query {query}"
+    if task.focus is not None and task.stoi.get(task.focus[0]) in ids:
+        token, why = task.focus
+        return list(ids).index(task.stoi[token]), f"the {task.name} task's default: {why}"
+    return len(ids) - 1, "the last one (the default; --query picks another)"
+
+
+def choose_head(weights: list[np.ndarray], query: int, layer: int | None, head: int | None) -> tuple[int, int, str]:
+    """(layer, head, why): the ones asked for, else, among the heads allowed, the one whose attention from
+    `query` reaches furthest back on average, sum_j weight_j (query - j): where attention, rather than the
+    token itself or the one before, does the work. weights[layer] is (nh, T, T)."""
+    n_layer, n_head = len(weights), weights[0].shape[0]
+    if layer is not None and head is not None:
+        return layer, head, f"--layer {layer} --head {head}"
+    layers = range(n_layer) if layer is None else [layer]
+    heads = range(n_head) if head is None else [head]
+    back = query - np.arange(query + 1)  # how far back each kept position is
+    reach = {(lay, h): float(weights[lay][h, query, :query + 1] @ back) for lay in layers for h in heads}
+    best = max(reach, key=reach.get)  # the first of equals
+    among = (f"all {n_layer * n_head} heads" if layer is None and head is None
+             else f"the {n_head} heads of layer {layer}" if head is None else f"head {head} in each layer")
+    return (*best, f"of {among}, the one that reaches furthest back from position {query}: "
+                   f"sum_j weight_j ({query} - j) = {reach[best]:.2f}")
+
+
 def explain_example(model: nn.Module, task: Task, ids: Sequence[int], layer: int | None = None, head: int | None = None,
-                    query: int | None = None, brief: bool = False) -> None:
-    """Print the four steps for one layer, head and query position of the token sequence `ids`."""
+                    query: int | None = None) -> None:
+    """Print the four steps for one layer, head and query position of the token sequence `ids`, and why
+    those were chosen."""
     ids = [int(i) for i in ids]
     traces = model.trace_attention(np.array([ids]))
     n_layer, n_head, T = len(traces), model.config.n_head, len(ids)
-    layer = n_layer - 1 if layer is None else layer
-    query = T - 1 if query is None else query
     for name, value, limit in (("--layer", layer, n_layer), ("--head", head, n_head), ("--query", query, T)):
         if value is not None and not 0 <= value < limit:
             raise UsageError(f"{name} {value} is out of range: this model/prompt has 0 to {limit - 1}")
-    q, k, v, weights = (traces[layer][name].numpy()[0] for name in ("q", "k", "v", "weights"))  # (nh, T, ...)
-    if head is None:  # the head that is most sure where to look, for this query
-        head = int(weights[:, query, :].max(axis=1).argmax())
+    query, why_query = choose_query(task, ids, query)
+    weights = [trace["weights"].numpy()[0].astype(np.float64) for trace in traces]  # each (nh, T, T)
+    layer, head, why_head = choose_head(weights, query, layer, head)
+    q, k, v = (traces[layer][name].numpy()[0][head].astype(np.float64) for name in ("q", "k", "v"))  # (T, d_k)
     d_k = q.shape[-1]
     tokens = [task.vocab[i] for i in ids]
 
-    scores = k[head] @ q[head, query] / math.sqrt(d_k)  # step 1: q . k_j / sqrt(d_k), (T,)
-    w = weights[head, query].astype(np.float64)  # step 3, as the model computed it
-    b = w @ v[head]  # step 4: the output vector, sum_j w_j v_j
-    share = (w[:, None] * v[head]) @ b / (b @ b)  # part of b along each w_j v_j; adds up to 1
+    scores = k @ q[query] / math.sqrt(d_k)  # step 1: q . k_j / sqrt(d_k), (T,)
+    w = weights[layer][head, query]  # step 3, as the model computed it
+    share = shares(w[:query + 1], v[:query + 1])  # step 4, position j's part of b = sum_j w_j v_j
 
     print(f"\nAttention in layer {layer}, head {head}, for position {query} ({tokens[query]}) "
           f"of {task.decode(ids)!r}; d_k = {d_k}:")
-    if not brief:
-        print("  step 1  score_j = q . k_j / sqrt(d_k): how well position j's key matches this query\n"
-              "  step 2  causal mask: positions after the query are set to -inf (the model may not look ahead)\n"
-              "  step 3  softmax over the row: weights in [0, 1] that add up to 1\n"
-              "  step 4  output b = sum_j weight_j v_j; 'share' is the part of b that comes from position j")
+    print(f"  why position {query}: {why_query}\n"
+          f"  why head {head} of layer {layer}: {why_head}\n"
+          "  step 1  score_j = q . k_j / sqrt(d_k): how well position j's key matches this query\n"
+          "  step 2  causal mask: positions after the query are set to -inf (the model may not look ahead)\n"
+          "  step 3  softmax over the row: weights in [0, 1] that add up to 1\n"
+          "  step 4  output b = sum_j weight_j v_j, the weighted sum of the value vectors v_j;\n"
+          "          share_j = weight_j |v_j| / sum_i weight_i |v_i|: position j's part of b, from 0 to 100%")
     print(f"  {'pos':>3}  {_pad('token', 8)} {'1 score':>9}  {'2 mask':<8} {'3 weight':>8}  {'4 share':>8}")
     for j in range(T):
         masked = j > query
         print(f"  {j:>3}  {_pad(tokens[j], 8)} {scores[j]:>9.3f}  {'-inf' if masked else 'kept':<8} "
-              f"{w[j]:>8.1%}  {'' if masked else f'{share[j]:>8.1%}'}")
+              f"{w[j]:>8.1%}  {'' if masked else f'{share[j]:>8.1%}'}".rstrip())
     terms = " + ".join(f"{w[j]:.2f}·v{j}" for j in range(query + 1))
     print(f"  b{query} = {terms}")
-
-
-def farthest_look(model: nn.Module, ids: Sequence[int]) -> tuple[int, int, int]:
-    """(layer, head, query) whose attention reaches furthest back on average: where attention, not the
-    previous token, is doing the work. Used for the short explanation at the end of training."""
-    best, where = -1.0, (0, 0, 0)
-    for layer, trace in enumerate(model.trace_attention(np.array([list(ids)]))):
-        weights = trace["weights"].numpy()[0]  # (nh, T, T)
-        T = weights.shape[-1]
-        distance = (weights * (np.arange(T)[:, None] - np.arange(T)[None, :])).sum(axis=-1)  # (nh, T)
-        head, query = np.unravel_index(distance.argmax(), distance.shape)
-        if distance[head, query] > best:
-            best, where = distance[head, query], (layer, int(head), int(query))
-    return where
 
 
 def _pad(text: str, width: int) -> str:
@@ -121,27 +158,70 @@ def check_png(path: str) -> None:
         raise UsageError(f"--png {path} is a folder; give a file name such as {os.path.join(path, 'attention.png')}")
 
 
-def draw_attention(model: nn.Module, task: Task, ids: Sequence[int], path: str) -> None:
-    """A grid of heatmaps, one per layer and head, of the attention weights for `ids`, written atomically."""
+def attention_figure(model: nn.Module, task: Task, ids: Sequence[int]) -> Any:
+    """A matplotlib Figure of every layer's and head's attention weights for `ids`: one heatmap each, the
+    tokens on both axes (row: the query position, column: the key position it looks at), a colour bar and
+    a title. Tokens a font cannot draw are labelled by their position alone: see label_font."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    traces = model.trace_attention(np.array([list(ids)]))
+    ids = [int(i) for i in ids]
+    traces = model.trace_attention(np.array([ids]))
     n_layer, n_head = len(traces), model.config.n_head
-    labels = [task.vocab[i] if task.vocab[i].isascii() else str(j) for j, i in enumerate(ids)]
-    fig, axes = plt.subplots(n_layer, n_head, figsize=(2.2 * n_head + 1, 2.2 * n_layer + 0.6), squeeze=False)
+    tokens = [task.vocab[i] for i in ids]
+    font = label_font("".join(tokens))
+    shown = [token if token.strip() else repr(token) for token in tokens]  # a space or newline of the text task
+    labels = [f"{j} {token}" if font else str(j) for j, token in enumerate(shown)]
+    side = max(2.3, 0.14 * len(ids))  # inches per heatmap: room for every token's label
+    fig, axes = plt.subplots(n_layer, n_head, sharex=True, sharey=True, squeeze=False,
+                             figsize=(side * n_head + 1.6, side * n_layer + 1.4), layout="constrained")
     for layer, trace in enumerate(traces):
         weights = trace["weights"].numpy()[0]  # (nh, T, T)
-        for head in range(n_head):
-            ax = axes[layer, head]
-            ax.imshow(weights[head], vmin=0, vmax=1, cmap="viridis")
-            ax.set_title(f"layer {layer} head {head}", fontsize=8)
-            ax.set_xticks(range(len(ids)), labels, fontsize=6)
-            ax.set_yticks(range(len(ids)), labels, fontsize=6)
-    fig.suptitle("attention weights (row: query position, column: key position)", fontsize=9)
-    fig.tight_layout()
+        for head, ax in enumerate(axes[layer]):
+            image = ax.imshow(weights[head], vmin=0, vmax=1, cmap="viridis")
+            ax.set_title(f"layer {layer}, head {head}", fontsize=9)
+            ax.set_xticks(range(len(ids)), labels, fontsize=7, rotation=90, fontfamily=font)
+            ax.set_yticks(range(len(ids)), labels, fontsize=7, fontfamily=font)
+            ax.label_outer()  # tick labels on the left column and the bottom row only
+        axes[layer, 0].set_ylabel("query: position looking", fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("key: position looked at", fontsize=8)
+    fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight (each row adds up to 1)")
+    sentence = task.decode(ids) if font else f"{len(ids)} tokens"
+    fig.suptitle(f"Attention weights of every head for {sentence!r}\n(above the diagonal: masked, a query may "
+                 "not look ahead)", fontsize=10, fontfamily=font)
+    return fig
+
+
+@functools.lru_cache
+def label_font(text: str) -> str | None:
+    """The name of an installed font that can draw every character of `text`, or None: matplotlib's default
+    when it can, else a sans-serif one before a serif one. Chinese tokens need a CJK font, such as Noto Sans
+    CJK; matplotlib's default has none."""
+    from matplotlib import font_manager, ft2font
+
+    needed = {ord(c) for c in text if not c.isspace()}
+    default = font_manager.findfont(font_manager.FontProperties())
+    fonts = sorted(font_manager.fontManager.ttflist,
+                   key=lambda f: (f.fname != default, "Serif" in f.name or "Mono" in f.name, f.name, f.fname))
+    for entry in fonts:
+        if entry.name.startswith("Last Resort"):  # has every character, each drawn as the same box
+            continue
+        try:
+            if needed <= ft2font.FT2Font(entry.fname).get_charmap().keys():
+                return entry.name
+        except (OSError, RuntimeError):  # a font file FreeType cannot read
+            continue
+    return None
+
+
+def draw_attention(model: nn.Module, task: Task, ids: Sequence[int], path: str) -> None:
+    """attention_figure(...) written to `path` as a PNG, atomically."""
+    import matplotlib.pyplot as plt
+
+    fig = attention_figure(model, task, ids)
     tmp = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.{os.getpid()}.tmp")
     try:
         fig.savefig(tmp, format="png", dpi=120)
@@ -152,7 +232,9 @@ def draw_attention(model: nn.Module, task: Task, ids: Sequence[int], path: str) 
         plt.close(fig)
         if os.path.exists(tmp):
             os.unlink(tmp)
-    print(f"wrote {path}" + ("" if all(t.isascii() for t in labels) else " (non-ASCII tokens labelled by position)"))
+    tokens = "".join(task.vocab[i] for i in ids)
+    print(f"wrote {path}" + ("" if label_font(tokens) else " (tokens labelled by position: no installed font has "
+                                                          "their characters; install one such as Noto Sans CJK)"))
 
 
 if __name__ == "__main__":

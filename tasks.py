@@ -27,13 +27,14 @@ class Task:
     """A token vocabulary, a fixed length, and a generator of examples (subclasses define `sample`)."""
 
     def __init__(self, name: str, vocab: list[str], seq_len: int, prompt_len: int, sep: str = " ",
-                 n_distinct: int | None = None):
+                 n_distinct: int | None = None, focus: tuple[str, str] | None = None):
         self.name = name
         self.vocab = vocab            # token strings; a token's id is its index
         self.seq_len = seq_len        # every example has exactly this many tokens
         self.prompt_len = prompt_len  # the first prompt_len tokens are the question, the rest the answer
         self.sep = sep                # decode() joins tokens with this: " " for word tasks, "" for text
         self.n_distinct = n_distinct  # how many different examples exist (None: too many to matter)
+        self.focus = focus            # (token, why): where explain.py looks by default, and why it is interesting
         self.stoi = {s: i for i, s in enumerate(vocab)}
 
     def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -85,8 +86,10 @@ class ListTask(Task):
             raise ValueError(f"{name}: need length >= 1 and 1 <= n_digits <= 10, got {length}, {n_digits}")
         self.length, self.n_digits = length, n_digits
         vocab = [str(d) for d in range(n_digits)] + ["="]
+        why = ("after = comes the smallest digit: only a look at every digit finds it" if name == "sort"
+               else "after = come the digits in reverse order, each from further back")
         super().__init__(name, vocab, seq_len=2 * length + 1, prompt_len=length + 1,
-                         n_distinct=n_digits ** length)
+                         n_distinct=n_digits ** length, focus=("=", why))
 
     def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
         xs = rng.integers(0, self.n_digits, size=(n, self.length))  # (n, length)
@@ -108,8 +111,8 @@ class AddTask(Task):
             raise ValueError(f"add: digits must be >= 1, got {digits}")
         self.digits, self.reverse_answer = digits, reverse_answer
         vocab = [str(d) for d in range(10)] + ["+", "="]
-        super().__init__(name, vocab, seq_len=3 * digits + 3, prompt_len=2 * digits + 2,
-                         n_distinct=100 ** digits)
+        super().__init__(name, vocab, seq_len=3 * digits + 3, prompt_len=2 * digits + 2, n_distinct=100 ** digits,
+                         focus=("=", "after = comes the sum's last digit, from the last digit of each number"))
 
     def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
         a = rng.integers(0, 10 ** self.digits, size=n)
@@ -151,7 +154,8 @@ class SentencesTask(Task):
     def __init__(self, name: str = "sentences"):
         pairs = [(v, o) for v, objs in OBJECTS.items() for o in objs]
         vocab = SUBJECTS + list(OBJECTS) + [o for _, o in pairs] + ["，", "被", "了"]
-        super().__init__(name, vocab, seq_len=9, prompt_len=3, n_distinct=len(SUBJECTS) * len(pairs))
+        super().__init__(name, vocab, seq_len=9, prompt_len=3, n_distinct=len(SUBJECTS) * len(pairs),
+                         focus=("被", "after 被 comes the subject, at position 0; only attention can fetch it"))
         self.subject_ids = np.array([self.stoi[s] for s in SUBJECTS])
         self.pair_ids = np.array([(self.stoi[v], self.stoi[o]) for v, o in pairs])  # (n_pairs, 2)
 

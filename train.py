@@ -52,7 +52,7 @@ from checkpoint import (
     run_cli,
     save_checkpoint,
 )
-from explain import explain_example, explain_main, farthest_look
+from explain import default_ids, explain_example, explain_main
 from minigrad import backend, distributed, fast, nn
 from minigrad.optim import AdamW, Optimizer, clip_grad_norm_, cosine_lr, decay_groups
 from models import IGNORE_INDEX
@@ -392,8 +392,7 @@ def run_training(args: argparse.Namespace, settings: dict[str, Any], task: Task,
         print("held-out completions (greedy):")
         show_samples(model, task, data.heldout[0], args.samples)
     if not args.no_explain:
-        ids = data.heldout[0][0][:-1]  # a held-out example, as the model reads it
-        explain_example(model, task, ids, *farthest_look(model, ids), brief=True)
+        explain_example(model, task, default_ids(task))  # what `python train.py explain` shows first
     tokens_per_s = trained_tokens / train_time if train_time else float("nan")
     print(f"final: step={step} train_loss={loss_value:.4f} val_loss={val_loss:.4f} val_acc={val_acc:.4f} "
           f"tokens_per_s={tokens_per_s:.0f}")

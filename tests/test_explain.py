@@ -1,0 +1,228 @@
+"""Explain mode teaches on its own: its default is the interesting position (被 in the passive sentence), it
+says why it chose that position and that head, every column of its table has a legend line, 'share' stays
+within 0 to 100%, and the heatmap has its tokens on both axes, a colour bar and a title.
+(Its errors and the --png file: tests/test_cli.py and tests/test_train.py.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+
+import numpy as np
+import pytest
+
+import explain
+import minigrad as mg
+import train
+from checkpoint import HELDOUT_SEED
+from explain import attention_figure, choose_head, choose_query, default_ids, explain_example, shares
+from models import GPT, GPTConfig
+from tasks import make_task, split
+
+SMALL = ["--n-embd", "16", "--n-head", "2", "--n-layer", "2", "--batch-size", "16", "--samples", "0",
+         "--eval-interval", "20"]
+ROW = re.compile(r"^\s+(\d+)\s+\S+\s+(-?[\d.]+)\s+(kept|-inf)\s+([\d.]+)%(?:\s+(-?[\d.]+)%)?$", flags=re.M)
+
+
+def tiny_model(task, seed: int = 0) -> GPT:
+    mg.manual_seed(seed)
+    return GPT(GPTConfig(vocab_size=len(task.vocab), block_size=task.seq_len - 1, n_layer=2, n_head=2, n_embd=16))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> tuple[str, str]:
+    """A run of the default task, 2 steps: its --out folder and what train.py printed."""
+    out, printed = tmp_path_factory.mktemp("run"), io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert train.main(["--steps", "2", "--out", str(out), *SMALL]) == 0
+    return str(out), printed.getvalue()
+
+
+# ---- the default: the passive sentence at 被 ----
+
+def test_default_is_a_held_out_passive_sentence_at_bei(trained, capsys):
+    assert train.main(["explain", "--out", trained[0]]) == 0
+    out = capsys.readouterr().out
+    task = make_task("sentences")
+    sentence = task.decode(split(task, seed=HELDOUT_SEED).heldout[0][0][:-1])  # as the model reads it
+    tokens = sentence.split()
+    assert len(tokens) == 8 and tokens[5] == "被" and tokens[6] == tokens[0], "the subject comes back after 被"
+    assert f"for position 5 (被) of {sentence!r}" in out
+    assert "why position 5: the sentences task's default: after 被 comes the subject, at position 0" in out
+
+
+def test_end_of_training_shows_what_explain_shows_by_default(trained, capsys):
+    out, trained_out = trained
+    assert train.main(["explain", "--out", out]) == 0
+    explained = capsys.readouterr().out
+    table = explained[explained.index("Attention in layer"):]
+    assert len(table.splitlines()) > 10 and table in trained_out
+
+
+@pytest.mark.parametrize("task_name, prompt, position, why", [
+    ("sentences", "我 吃 蘋果 ， 蘋果 被 我", 5, "after 被 comes the subject"),
+    ("sentences", "我 吃 蘋果", 2, "the last one (the default; --query picks another)"),  # no 被: the last
+    ("sort", "3 1 4 1 5 9 = 1", 6, "after = comes the smallest digit"),
+    ("add", "1 2 3 + 4 5 6 =", 7, "after = comes the sum's last digit"),
+])
+def test_default_position_is_the_task_s_focus(task_name, prompt, position, why):
+    task = make_task(task_name)
+    query, reason = choose_query(task, task.encode(prompt), None)
+    assert query == position and why in reason
+    assert choose_query(task, task.encode(prompt), 1) == (1, "--query 1")
+
+
+def test_text_task_has_no_focus_and_explains_the_last_position(tmp_path):
+    data = tmp_path / "data.txt"
+    data.write_text("the cat sat on the mat. " * 10, encoding="utf-8")
+    task = make_task("text", data=str(data))
+    ids = default_ids(task)
+    assert len(ids) == task.seq_len - 1 and choose_query(task, ids, None)[0] == len(ids) - 1
+
+
+# ---- how the head is chosen ----
+
+def test_choose_head_takes_the_head_that_reaches_furthest_back():
+    T, query = 4, 3
+    weights = [np.zeros((3, T, T)) for _ in range(2)]  # 2 layers, 3 heads
+    for w in weights:
+        w[:, query, query] = 1.0  # every head looks at the query's own position (distance 0) ...
+    weights[1][2, query] = [0.0, 0.5, 0.5, 0.0]  # ... but layer 1 head 2 looks 1.5 back on average
+    weights[0][1, query] = [0.25, 0.0, 0.0, 0.75]  # and layer 0 head 1 0.75 back
+    layer, head, why = choose_head(weights, query, None, None)
+    assert (layer, head) == (1, 2) and "of all 6 heads" in why and "sum_j weight_j (3 - j) = 1.50" in why
+    layer, head, why = choose_head(weights, query, 0, None)
+    assert (layer, head) == (0, 1) and "of the 3 heads of layer 0" in why and "= 0.75" in why
+    assert choose_head(weights, query, None, 0)[:2] == (0, 0)  # a tie: the first
+    assert choose_head(weights, query, 0, 2) == (0, 2, "--layer 0 --head 2")
+
+
+def test_the_printed_head_is_the_one_that_reaches_furthest_back(capsys):
+    task = make_task("sentences")
+    model = tiny_model(task)
+    ids = task.encode("我 吃 蘋果 ， 蘋果 被 我 吃")
+    explain_example(model, task, ids)
+    out = capsys.readouterr().out
+    layer, head = map(int, re.search(r"Attention in layer (\d+), head (\d+)", out).groups())
+    reach = np.array([[float(t["weights"].numpy()[0, h, 5, :6] @ np.arange(5, -1, -1)) for h in range(2)]
+                      for t in model.trace_attention(np.array([ids]))])  # (layer, head)
+    assert reach[layer, head] == reach.max()
+    assert f"why head {head} of layer {layer}: of all 4 heads, the one that reaches furthest back from position 5: " \
+           f"sum_j weight_j (5 - j) = {reach.max():.2f}" in out
+
+
+# ---- the legend and 'share' ----
+
+def test_every_column_has_its_legend_line(trained):
+    out = trained[1]  # the end of a training run
+    header = re.search(r"^\s+pos\s+token\s+1 score\s+2 mask\s+3 weight\s+4 share$", out, flags=re.M)
+    assert header is not None
+    legend = out[out.index("Attention in layer"):header.start()]
+    for step, what in ((1, "score_j = q . k_j / sqrt(d_k)"), (2, "causal mask"), (3, "softmax"),
+                       (4, "output b = sum_j weight_j v_j")):
+        assert re.search(rf"^\s+step {step}\s+.*{re.escape(what)}", legend, flags=re.M), step
+    assert "share_j = weight_j |v_j| / sum_i weight_i |v_i|" in legend
+    assert "why position" in legend and "why head" in legend
+
+
+def test_share_is_a_part_of_the_output_between_0_and_1():
+    # two values that point against each other: b's projection on them would give 259% and -159%
+    w, v = np.array([0.6, 0.4]), np.array([[1.0, 0.0], [-1.0, 0.2]])
+    b = w @ v
+    projection = (w[:, None] * v) @ b / (b @ b)
+    assert projection.max() > 1 and projection.min() < 0
+    sizes = np.array([0.6 * 1.0, 0.4 * np.hypot(1.0, 0.2)])
+    np.testing.assert_allclose(shares(w, v), sizes / sizes.sum(), rtol=1e-12)
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        T = int(rng.integers(1, 9))
+        scores = rng.normal(scale=rng.choice([0.1, 3.0, 30.0]), size=T)
+        w = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
+        s = shares(w, rng.normal(size=(T, 4)) * rng.choice([1e-3, 1.0, 1e3], size=(T, 1)))
+        assert (s >= 0).all() and (s <= 1).all() and abs(s.sum() - 1) < 1e-12
+    np.testing.assert_array_equal(shares(np.array([0.5, 0.5]), np.zeros((2, 3))), [0.0, 0.0])
+
+
+def test_printed_shares_stay_within_0_and_100_percent(capsys):
+    task = make_task("sentences")
+    model = tiny_model(task, seed=3)
+    ids = task.encode("我 吃 蘋果 ， 蘋果 被 我 吃")
+    for layer in range(2):
+        for head in range(2):
+            for query in range(len(ids)):
+                explain_example(model, task, ids, layer, head, query)
+                rows = ROW.findall(capsys.readouterr().out)
+                kept = [float(r[4]) for r in rows if r[2] == "kept"]
+                assert len(kept) == query + 1 and all(0 <= s <= 100 for s in kept)
+                assert abs(sum(kept) - 100) < 0.1 * len(kept)  # each printed to 0.1%
+
+
+# ---- the heatmap ----
+
+def tick_texts(labels) -> list[str]:
+    return [label.get_text() for label in labels]
+
+
+def test_heatmap_has_token_labels_colour_bar_and_title():
+    pytest.importorskip("matplotlib", reason="the heatmap needs matplotlib (pip install -e '.[plot]')")
+    import matplotlib.pyplot as plt
+
+    task = make_task("sort")  # digits: every font draws them
+    ids = task.encode("3 1 4 1 5 9 = 1 1 3 4")
+    model = tiny_model(task)
+    fig = attention_figure(model, task, ids)
+    try:
+        heatmaps = [ax for ax in fig.axes if ax.get_images()]
+        colour_bars = [ax for ax in fig.axes if not ax.get_images()]
+        assert len(heatmaps) == 2 * 2 and len(colour_bars) == 1
+        assert "attention weight" in colour_bars[0].get_ylabel()
+        labels = [f"{j} {token}" for j, token in enumerate("3 1 4 1 5 9 = 1 1 3 4".split())]
+        bottom_left = heatmaps[2]  # layer 1, head 0: both axes' labels show
+        assert bottom_left.get_title() == "layer 1, head 0"
+        assert tick_texts(bottom_left.get_xticklabels()) == labels
+        assert tick_texts(bottom_left.get_yticklabels()) == labels
+        assert bottom_left.get_xlabel().startswith("key") and bottom_left.get_ylabel().startswith("query")
+        assert "Attention weights of every head for '3 1 4 1 5 9 = 1 1 3 4'" in fig.get_suptitle()
+        drawn = bottom_left.get_images()[0].get_array()
+        np.testing.assert_array_equal(drawn, model.trace_attention(np.array([ids]))[1]["weights"].numpy()[0, 0])
+    finally:
+        plt.close(fig)
+
+
+def test_heatmap_labels_chinese_tokens_with_a_font_that_has_them():
+    pytest.importorskip("matplotlib", reason="the heatmap needs matplotlib (pip install -e '.[plot]')")
+    import matplotlib.pyplot as plt
+
+    task = make_task("sentences")
+    ids = task.encode("我 吃 蘋果 ， 蘋果 被 我 吃")
+    font = explain.label_font("".join(task.vocab[i] for i in ids))
+    if font is None:
+        pytest.skip("no installed font draws these Chinese characters (for example: apt-get install fonts-noto-cjk)")
+    fig = attention_figure(tiny_model(task), task, ids)
+    try:
+        ax = [ax for ax in fig.axes if ax.get_images()][0]
+        assert tick_texts(ax.get_yticklabels())[5] == "5 被"
+        assert [label.get_fontfamily() for label in ax.get_yticklabels()][5] == [font]
+    finally:
+        plt.close(fig)
+
+
+def test_heatmap_without_a_font_for_the_tokens_labels_positions(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib", reason="the heatmap needs matplotlib (pip install -e '.[plot]')")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setattr(explain, "label_font", lambda text: None)
+    task = make_task("sentences")
+    ids = task.encode("我 吃 蘋果")
+    fig = attention_figure(tiny_model(task), task, ids)
+    try:
+        ax = [ax for ax in fig.axes if ax.get_images()][0]
+        assert tick_texts(ax.get_yticklabels()) == ["0", "1", "2"]  # not boxes in place of the characters
+        assert "3 tokens" in fig.get_suptitle()
+    finally:
+        plt.close(fig)
+    explain.draw_attention(tiny_model(task), task, ids, str(tmp_path / "a.png"))
+    assert "tokens labelled by position" in capsys.readouterr().out and (tmp_path / "a.png").exists()
