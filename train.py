@@ -284,7 +284,7 @@ def join_world(args: argparse.Namespace) -> distributed.World:
     except RuntimeError as err:  # no mpi4py or no MPI library: what to install
         raise UsageError(f"--dist mpi: {err}") from None
     if world.ranks_on_node > 1:
-        fast.share_cores(world.ranks_on_node)
+        fast.share_cores(world.ranks_on_node)  # speed: each rank's BLAS gets its share of the cores, not all
     return world
 
 
@@ -308,7 +308,7 @@ def train_rank(args: argparse.Namespace, world: distributed.World) -> int:
     with world.failing_together(), writing_into(args.out) if world.rank == 0 else nullcontext():
         model = build_model(settings, config, args.device)
         opt = AdamW(decay_groups(model.named_parameters(), settings["weight_decay"]), lr=settings["lr"],
-                    betas=(0.9, 0.95), fused=True)
+                    betas=(0.9, 0.95), fused=True)  # speed: AdamW.update's rule, in place on every core
         data_rng = np.random.default_rng(settings["seed"])
         step, path = 0, os.path.join(args.out, CHECKPOINT)
         if ckpt:
@@ -438,5 +438,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    fast.keep_large_blocks_in_heap()  # a whole run: big freed blocks are reused (docs/performance.md)
+    fast.keep_large_blocks_in_heap()  # speed: big freed blocks are reused in a whole run (docs/performance.md)
     sys.exit(main())

@@ -45,7 +45,7 @@ class ScaledDotProductAttentionFunction(Function):
     def forward(self, q, k, v, *float_mask, hidden, scale, dropout_p):
         xp = backend.get_array_module(q)
         s = q @ k.swapaxes(-1, -2)  # (..., L, S)
-        s *= scale
+        s *= scale  # speed: in place here and below: the weights overwrite the scores, one (..., L, S) array
         if float_mask:
             s = s + float_mask[0]
             self.mask_shape = float_mask[0].shape

@@ -339,7 +339,7 @@ def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
                     f"{type(node).__name__}.backward returned a gradient of shape {dx.shape} and dtype "
                     f"{dx.dtype} for an input of shape {parent.shape} and dtype {parent.dtype}"
                 )
-            fresh = dx is not dout and dx.base is None  # see the Function docstring
+            fresh = dx is not dout and dx.base is None  # speed: ours to add into (see the Function docstring)
             if id(parent) not in grads:
                 grads[id(parent)] = (dx, fresh)
                 continue
