@@ -1,6 +1,6 @@
 """Elementwise math behind Tensor's operators: binary ops that broadcast (add, sub, mul, div, pow,
 comparisons, maximum, minimum, where) and unary ops (neg, exp, log, sqrt, tanh, sigmoid, abs, rsqrt, sin,
-cos, erf, clamp).
+cos, erf, clamp, and cast for Tensor.to).
 
 Each primitive is a Function with forward and backward side by side and its derivative in the
 docstring; the lowercase function below it is what Tensor's operators call. One `unbroadcast` serves
@@ -17,7 +17,7 @@ from typing import Any
 
 from minigrad import backend
 from minigrad.shapes import _aux_array
-from minigrad.tensor import Function, Tensor, _check_same_device
+from minigrad.tensor import DEFAULT_FLOAT, Function, Tensor, _as_array, _check_same_device_and_dtype, _number_kind
 
 
 def unbroadcast(dx: Any, shape: tuple[int, ...]) -> Any:
@@ -29,29 +29,41 @@ def unbroadcast(dx: Any, shape: tuple[int, ...]) -> Any:
     return dx.sum(axis=tuple(range(lead)) + stretched, keepdims=True).reshape(shape)
 
 
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}  # bool < integer < float, as PyTorch promotes across kinds
+_KIND_DEFAULT = {"u": "int64", "i": "int64", "f": DEFAULT_FLOAT}  # for a number of a higher kind than its tensor
+
+
 def as_operands(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
-    """Both operands as tensors of one dtype. A Python number takes the tensor's dtype, so
-    `x * 0.5` stays float32; two tensors of different dtypes are refused rather than promoted."""
-    if not isinstance(a, Tensor):
-        a = _constant_like(op, a, b)
-    elif not isinstance(b, Tensor):
-        b = _constant_like(op, b, a)
-    elif a.dtype != b.dtype:
-        raise TypeError(
-            f"{op}: dtypes {a.dtype} and {b.dtype} differ (shapes {a.shape}, {b.shape}); "
-            "convert one with .to(dtype)"
-        )
-    return a, b
+    """Both operands as tensors of one dtype, promoted across kinds as PyTorch does: a Python number
+    takes the tensor's dtype (`x * 0.5` stays float32) unless it is of a higher kind, which gives that
+    kind's default (`int_tensor * 0.5` is float32); a tensor of a lower kind takes the other tensor's
+    dtype (`x * mask`). Two tensors of one kind but different dtypes (float32 and float64) are
+    refused by Function.apply, rather than promoted silently."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        if _KIND_RANK[a.dtype.kind] < _KIND_RANK[b.dtype.kind]:
+            a = a.to(b.dtype)
+        elif _KIND_RANK[b.dtype.kind] < _KIND_RANK[a.dtype.kind]:
+            b = b.to(a.dtype)
+        return a, b
+    if isinstance(a, Tensor):
+        return _with_number(op, a, b)
+    if isinstance(b, Tensor):
+        b, a = _with_number(op, b, a)
+        return a, b
+    raise TypeError(f"{op}: expected a tensor operand, got {type(a).__name__} and {type(b).__name__}")
 
 
-def _constant_like(op: str, value: Any, like: Tensor) -> Tensor:
-    """A Python or NumPy number as a constant tensor of `like`'s dtype and device."""
-    xp = backend.get_array_module(like.data)
-    if getattr(value, "ndim", 0) != 0:
-        raise TypeError(f"{op}: got a {type(value).__name__} of shape {value.shape}; wrap it with mg.tensor() first")
-    if xp.asarray(value).dtype.kind == "f" and like.dtype.kind != "f":
-        raise TypeError(f"{op}: float {value} with a {like.dtype} tensor; convert the tensor with .to(mg.float32)")
-    return Tensor._wrap(xp.asarray(value, dtype=like.dtype), False)
+def _with_number(op: str, x: Tensor, value: Any) -> tuple[Tensor, Tensor]:
+    """x and a Python or NumPy number as tensors of their common dtype; the number becomes one 0-d array."""
+    kind = _number_kind(op, value)
+    dtype = x.dtype if _KIND_RANK[kind] <= _KIND_RANK[x.dtype.kind] else _KIND_DEFAULT[kind]
+    return x.to(dtype), Tensor._wrap(_as_array(value, dtype, x.device, op), False)
+
+
+def _as_float(x: Tensor) -> Tensor:
+    """x itself if it is floating point, else x as float32 (the default float): exp, log, ... and true
+    division of integers give float32, as in PyTorch, not NumPy's float64."""
+    return x if x.dtype.kind == "f" else x.to(DEFAULT_FLOAT)
 
 
 # ---- elementwise: binary (broadcasting like NumPy) ----
@@ -111,7 +123,11 @@ class Div(Function):
 
 
 class Pow(Function):
-    """z = a ** b;  da = dout * b * a**(b - 1),  db = dout * z * log(a)"""
+    """z = a ** b;  da = dout * b * a**(b - 1),  db = dout * z * log(a)
+
+    At a = 0 the formulas meet 0 * inf. As in PyTorch: where b = 0, da = 0 (a**0 is constant), and
+    where b >= 0, db = 0 (0**b does not change near such b).
+    """
 
     def forward(self, a, b):
         self.a, self.b = a, b
@@ -120,23 +136,27 @@ class Pow(Function):
 
     def backward(self, dout):
         xp = backend.get_array_module(dout)
+        a, b = self.a, self.b
         need_a, need_b = self.needs_input_grad
-        da = unbroadcast(dout * self.b * self.a ** (self.b - 1), self.a.shape) if need_a else None
-        db = unbroadcast(dout * self.z * xp.log(self.a), self.b.shape) if need_b else None
+        da = db = None
+        if need_a:  # where b = 0, a**(b - 1) is replaced by 1**(b - 1), so b * ... = 0 even at a = 0
+            da = unbroadcast(dout * b * xp.where(b == 0, 1, a) ** (b - 1), a.shape)
+        if need_b:  # where a = 0 and b >= 0, log(a) is replaced by log(1) = 0
+            db = unbroadcast(dout * self.z * xp.log(xp.where((a == 0) & (b >= 0), 1, a)), b.shape)
         return da, db
 
 
 def add(a: Any, b: Any) -> Tensor: return Add.apply(*as_operands("add", a, b))
 def sub(a: Any, b: Any) -> Tensor: return Sub.apply(*as_operands("sub", a, b))
 def mul(a: Any, b: Any) -> Tensor: return Mul.apply(*as_operands("mul", a, b))
-def div(a: Any, b: Any) -> Tensor: return Div.apply(*as_operands("div", a, b))
+def div(a: Any, b: Any) -> Tensor: return Div.apply(*map(_as_float, as_operands("div", a, b)))
 def pow(a: Any, b: Any) -> Tensor: return Pow.apply(*as_operands("pow", a, b))
 
 
 def compare(op: str, a: Any, b: Any) -> Tensor:
     """a < b, a == b, ...: a boolean tensor, outside the graph (comparisons have no gradient)."""
     a, b = as_operands(op, a, b)
-    _check_same_device(op, (a, b))
+    _check_same_device_and_dtype(op, (a, b))
     ufunc = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal", "eq": "equal",
              "ne": "not_equal"}[op]
     return Tensor._wrap(getattr(backend.get_array_module(a.data), ufunc)(a.data, b.data), False)
@@ -198,11 +218,23 @@ class Tanh(Function):
         return (dout * (1 - self.y * self.y),)
 
 
+class Cast(Function):
+    """y = x as another dtype (Tensor.to);  dx = dout as x's dtype"""
+
+    def forward(self, x, dtype):
+        self.x_dtype = x.dtype
+        return x.astype(dtype)
+
+    def backward(self, dout):
+        return (dout.astype(self.x_dtype),)
+
+
 def neg(x: Tensor) -> Tensor: return Neg.apply(x)
-def exp(x: Tensor) -> Tensor: return Exp.apply(x)
-def log(x: Tensor) -> Tensor: return Log.apply(x)
-def sqrt(x: Tensor) -> Tensor: return Sqrt.apply(x)
-def tanh(x: Tensor) -> Tensor: return Tanh.apply(x)
+def exp(x: Tensor) -> Tensor: return Exp.apply(_as_float(x))
+def log(x: Tensor) -> Tensor: return Log.apply(_as_float(x))
+def sqrt(x: Tensor) -> Tensor: return Sqrt.apply(_as_float(x))
+def tanh(x: Tensor) -> Tensor: return Tanh.apply(_as_float(x))
+def cast(x: Tensor, dtype: Any) -> Tensor: return Cast.apply(x, dtype=dtype)
 
 
 # ---- more elementwise math: sigmoid, abs, rsqrt, sin, cos, erf, maximum, minimum, where, clamp ----
@@ -286,12 +318,12 @@ class Erf(Function):
         return (dout * _TWO_OVER_SQRT_PI * backend.get_array_module(dout).exp(-self.x * self.x),)
 
 
-def sigmoid(x: Tensor) -> Tensor: return Sigmoid.apply(x)
+def sigmoid(x: Tensor) -> Tensor: return Sigmoid.apply(_as_float(x))
 def abs(x: Tensor) -> Tensor: return Abs.apply(x)
-def rsqrt(x: Tensor) -> Tensor: return Rsqrt.apply(x)
-def sin(x: Tensor) -> Tensor: return Sin.apply(x)
-def cos(x: Tensor) -> Tensor: return Cos.apply(x)
-def erf(x: Tensor) -> Tensor: return Erf.apply(x)
+def rsqrt(x: Tensor) -> Tensor: return Rsqrt.apply(_as_float(x))
+def sin(x: Tensor) -> Tensor: return Sin.apply(_as_float(x))
+def cos(x: Tensor) -> Tensor: return Cos.apply(_as_float(x))
+def erf(x: Tensor) -> Tensor: return Erf.apply(_as_float(x))
 
 
 class Maximum(Function):
@@ -362,7 +394,9 @@ def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tens
         raise ValueError("clamp: give at least one of min and max")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         raise TypeError("clamp: the bounds must be numbers; for tensor bounds use mg.maximum and mg.minimum")
-    low, high = (None if v is None else _constant_like("clamp", v, x).data for v in (min, max))
+    if any(v is not None and _number_kind("clamp", v) == "f" for v in (min, max)):
+        x = _as_float(x)  # int_tensor.clamp(0.5) is float32, as in PyTorch
+    low, high = (None if v is None else _as_array(v, x.dtype, x.device, "clamp") for v in (min, max))
     return Clamp.apply(x, low=low, high=high)
 
 

@@ -77,6 +77,8 @@ def gradcheck(fn: Callable[..., Tensor], *inputs: Any, eps: float = 1e-6, atol: 
     Raises GradcheckError naming the worst input and element; with raise_exception=False returns the
     result, which is falsy when the check failed.
     """
+    inputs = tuple(t.detach().requires_grad_() if isinstance(t, Tensor) and t.requires_grad and not t.is_leaf else t
+                   for t in inputs)  # a computed input (x.to(mg.float64)) as a leaf, where backward() leaves .grad
     checked = [(i, t) for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
     if not checked:
         raise ValueError("gradcheck: no input is a tensor with requires_grad=True")

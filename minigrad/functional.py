@@ -25,7 +25,7 @@ from minigrad.elementwise import _sigmoid, sigmoid
 from minigrad.matmul import linear, matmul
 from minigrad.normalization import layer_norm, rms_norm
 from minigrad.shapes import _aux_array, _check_range, concatenate
-from minigrad.tensor import Function, Tensor
+from minigrad.tensor import Function, Tensor, _as_array, _check_float, _number_kind
 
 __all__ = ["matmul", "linear", "softmax", "log_softmax", "masked_fill", "causal_mask", "layer_norm",
            "cross_entropy", "embedding", "gelu", "relu", "dropout", "concatenate", "sigmoid", "silu", "leaky_relu",
@@ -74,17 +74,23 @@ class LogSoftmaxFunction(Function):
 
 
 def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    return SoftmaxFunction.apply(x, axis=_check_axis("softmax", axis, x))
+    return _over_axis(SoftmaxFunction, "softmax", x, axis)
 
 
 def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
-    return LogSoftmaxFunction.apply(x, axis=_check_axis("log_softmax", axis, x))
+    return _over_axis(LogSoftmaxFunction, "log_softmax", x, axis)
 
 
-def _check_axis(op: str, axis: int, x: Tensor) -> int:
-    if not -x.ndim <= axis < x.ndim:
-        raise ValueError(f"{op}: axis {axis} is out of range for a tensor of shape {x.shape}")
-    return axis
+def _over_axis(fn: type[Function], op: str, x: Tensor, axis: int) -> Tensor:
+    """fn along `axis`, checked. A 0-d tensor is a row of one (axis 0 or -1), as in PyTorch: softmax 1."""
+    _check_float(op, x)
+    if not hasattr(axis, "__index__") or not -(x.ndim or 1) <= axis < (x.ndim or 1):
+        raise ValueError(f"{op}: axis {axis!r} is out of range for a tensor of shape {x.shape}")
+    if x.ndim == 0:
+        return fn.apply(x.reshape(1), axis=0).reshape(())
+    if x.size == 0:  # nothing to normalise: an empty result (NumPy's max of no values would raise)
+        return x.reshape(x.shape)
+    return fn.apply(x, axis=axis)
 
 
 # ---- masking ----
@@ -96,7 +102,7 @@ class MaskedFillFunction(Function):
         xp = backend.get_array_module(x)
         self.mask = mask
         y = x.copy()
-        xp.copyto(y, xp.asarray(value, dtype=x.dtype), where=mask)  # speed: where() is slower with a broadcast mask
+        xp.copyto(y, value, where=mask)  # speed: where() is slower with a broadcast mask
         return y
 
     def backward(self, dout):
@@ -107,6 +113,8 @@ class MaskedFillFunction(Function):
 
 def masked_fill(x: Tensor, mask: Any, value: float) -> Tensor:
     """x with `value` where the boolean `mask` (broadcast to x's shape) is True."""
+    if _number_kind("masked_fill", value) == "f" and x.dtype.kind != "f":
+        raise TypeError(f"masked_fill: float value {value} for a {x.dtype} tensor of shape {x.shape}")
     mask = _aux_array("masked_fill", mask, x, "b")
     try:
         fits = backend.broadcast_shapes(mask.shape, x.shape) == x.shape
@@ -114,7 +122,7 @@ def masked_fill(x: Tensor, mask: Any, value: float) -> Tensor:
         fits = False
     if not fits:
         raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's {x.shape}")
-    return MaskedFillFunction.apply(x, mask=mask, value=value)
+    return MaskedFillFunction.apply(x, mask=mask, value=_as_array(value, x.dtype, x.device, "masked_fill"))
 
 
 # ---- embedding ----
@@ -128,7 +136,7 @@ class EmbeddingFunction(Function):
 
     def backward(self, dout):
         dw = backend.get_array_module(dout).zeros(self.w_shape, dtype=dout.dtype)
-        backend.scatter_add(dw, self.indices.reshape(-1), dout.reshape(-1, self.w_shape[1]))
+        backend.scatter_add(dw, self.indices.reshape(-1), dout.reshape(self.indices.size, self.w_shape[1]))
         return (dw,)
 
 
@@ -217,6 +225,7 @@ class ReluFunction(Function):
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     """GELU, x Phi(x): exact with erf (approximate="none", PyTorch's default) or GPT-2's tanh form
     (approximate="tanh", faster, within about 5e-4 of it), as torch.nn.functional.gelu."""
+    _check_float("gelu", x)
     if approximate == "none":
         return GeluErfFunction.apply(x)
     if approximate == "tanh":
@@ -241,6 +250,7 @@ class LeakyReluFunction(Function):
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    _check_float("leaky_relu", x)  # an int64 slope of 0.01 would be 0
     return LeakyReluFunction.apply(x, negative_slope=negative_slope)
 
 
@@ -257,6 +267,7 @@ class SiluFunction(Function):
 
 
 def silu(x: Tensor) -> Tensor:
+    _check_float("silu", x)
     return SiluFunction.apply(x)
 
 
@@ -276,8 +287,10 @@ class DropoutFunction(Function):
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     """Zero each element with probability p and scale the rest by 1/(1-p); identity when not training."""
+    _number_kind("dropout", p)  # None or a string: a TypeError that names dropout
     if not 0 <= p <= 1:
         raise ValueError(f"dropout: probability must be in [0, 1], got {p}")
+    _check_float("dropout", x)
     if not training or p == 0:
         return x
     return DropoutFunction.apply(x, p=p)

@@ -17,7 +17,7 @@ from minigrad import backend
 from minigrad.functional import stable_softmax
 from minigrad.matmul import as_rows
 from minigrad.shapes import _aux_array, _check_range
-from minigrad.tensor import Function, Tensor
+from minigrad.tensor import Function, Tensor, _check_float
 
 # ---- cross-entropy ----
 
@@ -131,6 +131,7 @@ def cross_entropy(logits: Tensor, targets: Any, *, ignore_index: int = -100, red
         raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     if not 0 <= label_smoothing <= 1:
         raise ValueError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
+    _check_float(op, logits)
     if logits.ndim == 0:
         raise ValueError(f"{op}: logits must have a class axis, got shape {logits.shape}")
     if not (isinstance(targets, Tensor) and targets.dtype.kind == "f"):  # a float Tensor keeps its graph edge

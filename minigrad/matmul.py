@@ -9,6 +9,7 @@ shares its name with an nn layer (nn.Linear); tensor math keeps bare names (Add,
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from minigrad import elementwise  # the module, not its names: importing elementwise first must work
@@ -17,8 +18,8 @@ from minigrad.tensor import Function, Tensor
 # ---- the 2-D product both share ----
 
 def as_rows(a: Any) -> Any:
-    """(..., n) -> (N, n): all leading dimensions flattened into N rows."""
-    return a.reshape(-1, a.shape[-1])
+    """(..., n) -> (N, n): all leading dimensions flattened into N rows (N spelled out: -1 fails for n = 0)."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
 
 
 def matmul_2d(a: Any, b: Any) -> Any:
@@ -47,19 +48,22 @@ class MatMul(Function):
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
-    """a @ b as numpy.matmul: 1-D operands are promoted to matrices and the extra axis removed."""
+    """a @ b as numpy.matmul: a 1-D operand is promoted to a matrix and that axis removed from the result."""
     a, b = elementwise.as_operands("matmul", a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul: operands must have at least 1 dimension, got shapes {a.shape} and {b.shape}")
-    if a.ndim == 1:
-        return matmul(a.reshape(1, -1), b).reshape(*b.shape[:-2], b.shape[-1])
-    if b.ndim == 1:
-        return matmul(a, b.reshape(-1, 1)).reshape(a.shape[:-1])
-    if a.shape[-1] != b.shape[-2]:
+    a2 = a.reshape(1, a.shape[0]) if a.ndim == 1 else a  # (n,) as the row (1, n)
+    b2 = b.reshape(b.shape[0], 1) if b.ndim == 1 else b  # (n,) as the column (n, 1)
+    if a2.shape[-1] != b2.shape[-2]:
         raise ValueError(
-            f"matmul: shapes {a.shape} @ {b.shape}: inner dimensions {a.shape[-1]} and {b.shape[-2]} differ"
+            f"matmul: shapes {a.shape} @ {b.shape}: inner dimensions {a2.shape[-1]} and {b2.shape[-2]} differ"
         )
-    return MatMul.apply(a, b)
+    out = MatMul.apply(a2, b2)
+    if a.ndim == 1:  # drop the row axis that the promotion added
+        out = out.reshape(out.shape[:-2] + out.shape[-1:])
+    if b.ndim == 1:  # and the column axis
+        out = out.reshape(out.shape[:-1])
+    return out
 
 
 # ---- linear ----
@@ -84,6 +88,9 @@ class LinearFunction(Function):
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias, weight of shape (out, in) as in PyTorch."""
+    if not isinstance(weight, Tensor) or (bias is not None and not isinstance(bias, Tensor)):
+        raise TypeError(f"linear: weight must be a tensor and bias a tensor or None, got {type(weight).__name__} "
+                        f"and {type(bias).__name__}")
     if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
         raise ValueError(f"linear: input {x.shape} does not fit weight {weight.shape} (out, in)")
     if bias is not None and bias.shape != (weight.shape[0],):

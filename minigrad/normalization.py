@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from minigrad import backend
-from minigrad.tensor import Function, Tensor
+from minigrad.tensor import Function, Tensor, _check_float
 
 # ---- layer norm ----
 
@@ -56,6 +56,7 @@ class LayerNormFunction(Function):
 
 def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the last axis, then scale by `weight` and shift by `bias` (each of shape (C,))."""
+    _check_float("layer_norm", x)
     C = x.shape[-1] if x.ndim else None
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and p.shape != (C,):

@@ -13,21 +13,25 @@ torch.nn.functional sit in functional.py, normalization.py and losses.py (all re
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from minigrad import backend
-from minigrad.tensor import Function, Tensor
+from minigrad.tensor import Function, Tensor, _check_float
 
 # ---- reductions ----
 
 def _normalize_axis(axis: Any, ndim: int) -> tuple[int, ...]:
-    """axis=None, an int or a tuple, possibly negative, as a sorted tuple of non-negative ints."""
-    axes = range(ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
+    """axis=None, an int or a tuple, possibly negative, as a sorted tuple of non-negative ints.
+
+    A 0-d tensor takes axis 0 or -1 as PyTorch does, meaning its one value: no axis to reduce."""
+    axes = range(ndim) if axis is None else axis if isinstance(axis, (tuple, list)) else (axis,)
     normalized = []
     for a in axes:
-        if not -ndim <= a < ndim:
-            raise ValueError(f"axis {a} is out of range for a tensor with {ndim} dimensions")
-        normalized.append(a % ndim)
+        if not hasattr(a, "__index__") or not -(ndim or 1) <= a < (ndim or 1):  # an int, not 1.0 or "0"
+            raise ValueError(f"axis {a!r} is out of range for a tensor with {ndim} dimensions")
+        if ndim:
+            normalized.append(a % ndim)
     return tuple(sorted(normalized))
 
 
@@ -86,22 +90,28 @@ def sum(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
 
 def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     """sum / count: derived, so it needs no backward of its own."""
-    if x.dtype.kind != "f":
-        raise TypeError(f"mean: needs a floating-point tensor, got {x.dtype}; convert with .to(mg.float32)")
+    _check_float("mean", x)
     axes = _normalize_axis(axis, x.ndim)
-    return Sum.apply(x, axis=axes, keepdims=keepdims) * (1.0 / _count(x.shape, axes))
+    count = _count(x.shape, axes)
+    return Sum.apply(x, axis=axes, keepdims=keepdims) * (1.0 / count if count else math.nan)  # empty: NaN, as NumPy
 
 
 def max(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
-    if x.size == 0:
-        raise ValueError(f"max: tensor of shape {x.shape} is empty")
-    return Max.apply(x, axis=_normalize_axis(axis, x.ndim), keepdims=keepdims)
+    return Max.apply(x, axis=_axes_with_values("max", x, axis), keepdims=keepdims)
 
 
 def min(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
-    if x.size == 0:
-        raise ValueError(f"min: tensor of shape {x.shape} is empty")
-    return Min.apply(x, axis=_normalize_axis(axis, x.ndim), keepdims=keepdims)
+    return Min.apply(x, axis=_axes_with_values("min", x, axis), keepdims=keepdims)
+
+
+def _axes_with_values(op: str, x: Tensor, axis: Any) -> tuple[int, ...]:
+    """The axes of a reduction that has no value for nothing (max, argmax, ...), each of length > 0. An
+    empty tensor is fine along its other axes: (0, 3) has a maximum along axis 1, for each of no rows."""
+    axes = _normalize_axis(axis, x.ndim)
+    for a in axes:
+        if x.shape[a] == 0:
+            raise ValueError(f"{op}: tensor of shape {x.shape} is empty along axis {a}")
+    return axes
 
 
 # ---- var, std, prod, logsumexp, cumsum ----
@@ -125,8 +135,7 @@ def var(x: Tensor, axis: Any = None, *, correction: float | None = None, unbiase
     """Variance over `axis`, dividing by N - correction: correction=1 (the default, Bessel's) is the
     unbiased estimate, 0 the population variance. unbiased=True / False is PyTorch's older spelling of
     correction=1 / 0."""
-    if x.dtype.kind != "f":
-        raise TypeError(f"var: needs a floating-point tensor, got {x.dtype}; convert with .to(mg.float32)")
+    _check_float("var", x)
     if unbiased is not None and correction is not None:
         raise ValueError("var: give correction or unbiased, not both")
     correction = (1 if unbiased is None or unbiased else 0) if correction is None else correction
@@ -187,9 +196,7 @@ class LogSumExp(Function):
 
 def logsumexp(x: Tensor, axis: Any, keepdims: bool = False) -> Tensor:
     """log(sum(exp(x))) over `axis` (required, as in torch.logsumexp), without overflow."""
-    if x.size == 0:
-        raise ValueError(f"logsumexp: tensor of shape {x.shape} is empty")
-    return LogSumExp.apply(x, axis=_normalize_axis(axis, x.ndim), keepdims=keepdims)
+    return LogSumExp.apply(x, axis=_axes_with_values("logsumexp", x, axis), keepdims=keepdims)
 
 
 class Cumsum(Function):
@@ -205,12 +212,12 @@ class Cumsum(Function):
 
 
 def cumsum(x: Tensor, axis: int) -> Tensor:
-    (axis,) = _normalize_axis(_one_axis("cumsum", axis), x.ndim)
-    return Cumsum.apply(x, axis=axis)
+    axes = _normalize_axis(_one_axis("cumsum", axis), x.ndim)
+    return Cumsum.apply(x, axis=axes[0]) if axes else x.reshape(())  # a 0-d x: its one value
 
 
 def _one_axis(op: str, axis: Any) -> int:
-    if not isinstance(axis, int):
+    if not hasattr(axis, "__index__"):
         raise TypeError(f"{op}: axis must be one int, got {axis!r}")
     return axis
 
@@ -229,15 +236,13 @@ def argmin(x: Tensor, axis: int | None = None, keepdims: bool = False) -> Tensor
 
 
 def _index_of(op: str, x: Tensor, axis: int | None, keepdims: bool) -> Tensor:
-    if x.size == 0:
-        raise ValueError(f"{op}: tensor of shape {x.shape} is empty")
-    if axis is None:  # keepdims then keeps every axis, as 1 (as PyTorch)
+    axes = _axes_with_values(op, x, None if axis is None else _one_axis(op, axis))
+    if axis is None or not axes:  # all axes, or a 0-d x; keepdims then keeps every axis, as 1 (as PyTorch)
         index = getattr(x.data.reshape(-1), op)()
         shape = (1,) * x.ndim if keepdims else ()
     else:
-        (axis,) = _normalize_axis(_one_axis(op, axis), x.ndim)
-        index = getattr(x.data, op)(axis=axis)
-        shape = _kept_shape(x.shape, (axis,)) if keepdims else index.shape
+        index = getattr(x.data, op)(axis=axes[0])
+        shape = _kept_shape(x.shape, axes) if keepdims else index.shape
     return Tensor._wrap(backend.get_array_module(x.data).asarray(index, dtype="int64").reshape(shape), False)
 
 

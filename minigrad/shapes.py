@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from minigrad import backend, elementwise  # the module, not its names: any import order works
-from minigrad.tensor import Function, Tensor, _shape
+from minigrad.tensor import Function, Tensor, _as_array, _tuple_arg
 
 # ---- shape ----
 
@@ -46,16 +46,15 @@ class Transpose(Function):
 
 
 def reshape(x: Tensor, *shape: int) -> Tensor:
-    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-    return Reshape.apply(x, shape=shape)
+    return Reshape.apply(x, shape=_tuple_arg(shape))
 
 
 def transpose(x: Tensor, *axes: int) -> Tensor:
     """Permute the axes (all reversed when none are given, as x.T)."""
-    axes = tuple(axes[0]) if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+    axes = _tuple_arg(axes)
     if not axes:
         axes = tuple(reversed(range(x.ndim)))
-    in_range = all(-x.ndim <= a < x.ndim for a in axes)  # else `a % ndim` would quietly wrap 5 to 1
+    in_range = all(hasattr(a, "__index__") and -x.ndim <= a < x.ndim for a in axes)  # else `a % ndim` would wrap 5 to 1
     if not in_range or len(axes) != x.ndim or sorted(a % x.ndim for a in axes) != list(range(x.ndim)):
         raise ValueError(f"transpose: axes {axes} are not a permutation of a tensor with {x.ndim} dimensions")
     return Transpose.apply(x, axes=tuple(a % x.ndim for a in axes))
@@ -86,33 +85,30 @@ def _is_basic(index: tuple) -> bool:
 def getitem(x: Tensor, index: Any) -> Tensor:
     """x[index] for ints, slices, None, Ellipsis and integer arrays (as lists, arrays or tensors)."""
     index = index if isinstance(index, tuple) else (index,)
-    xp = backend.get_array_module(x.data)
-    index = tuple(_index_array(i, xp, x.device) for i in index)
+    index = tuple(_index_array(i, x.device) for i in index)
     try:
         return GetItem.apply(x, index=index)
     except IndexError as err:
         raise IndexError(f"getitem: index {index} into a tensor of shape {x.shape}: {err}") from None
 
 
-def _index_array(i: Any, xp: Any, device: str) -> Any:
-    """Array-like indices go to the data's device, so a NumPy index works on CuPy data too."""
-    if isinstance(i, Tensor):
-        i = i.data
-    if isinstance(i, list) or hasattr(i, "dtype"):
-        i = backend.to_device(xp.asarray(i) if isinstance(i, list) else i, device)
-        if i.dtype.kind not in "iub":
-            raise IndexError(f"getitem: indices must be integers or booleans, got dtype {i.dtype}")
+def _index_array(i: Any, device: str) -> Any:
+    """Array-like indices (lists, arrays, tensors) as arrays on the data's device, so a NumPy or CPU
+    index serves CuPy data too; ints, slices, None and Ellipsis stay as they are."""
+    if not (isinstance(i, (list, Tensor)) or hasattr(i, "dtype")):
+        return i
+    i = _as_array(i, "int64" if isinstance(i, list) and not i else None, device, "getitem")  # x[[]]: no rows
+    if i.dtype.kind not in "iub":
+        raise IndexError(f"getitem: indices must be integers or booleans, got dtype {i.dtype}")
     return i
 
 
 def _aux_array(op: str, value: Any, like: Tensor, kinds: str) -> Any:
-    """An index or mask argument as an array on `like`'s device, with a dtype of one of `kinds`."""
-    if isinstance(value, Tensor):
-        if value.device != like.device:
-            raise RuntimeError(f"{op}: tensor of shape {value.shape} is on {value.device}, input on {like.device}")
-        value = value.data
-    xp = backend.get_array_module(like.data)
-    value = backend.to_device(value, like.device) if hasattr(value, "dtype") else xp.asarray(value)
+    """An index, mask or target argument as an array on `like`'s device, with a dtype of one of `kinds`.
+    NumPy arrays and lists are moved there; a tensor on another device is refused, as an input would be."""
+    if isinstance(value, Tensor) and value.device != like.device:
+        raise RuntimeError(f"{op}: tensor of shape {value.shape} is on {value.device}, input on {like.device}")
+    value = _as_array(value, None, like.device, op)
     if value.dtype.kind not in kinds:
         raise TypeError(f"{op}: expected {'integer' if 'i' in kinds else 'boolean'} values, got dtype {value.dtype}")
     return value
@@ -160,8 +156,8 @@ def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
 
 def _dim(op: str, dim: int, ndim: int) -> int:
     """`dim` (negative counts from the end) as an axis in [0, ndim), or an error naming the op."""
-    if not -ndim <= dim < ndim:
-        raise ValueError(f"{op}: dim {dim} is out of range [{-ndim}, {ndim - 1}] for a tensor with {ndim} dimensions")
+    if not hasattr(dim, "__index__") or not -ndim <= dim < ndim:
+        raise ValueError(f"{op}: dim {dim!r} is out of range [{-ndim}, {ndim - 1}] for a tensor with {ndim} dimensions")
     return dim % ndim
 
 
@@ -298,7 +294,7 @@ class Expand(Function):
 def expand(x: Tensor, *sizes: int) -> Tensor:
     """x repeated along its axes of size 1 without copying, as torch's Tensor.expand: -1 keeps an
     axis's size, and new axes may be added in front."""
-    sizes = _shape(sizes)
+    sizes = _tuple_arg(sizes)
     lead = len(sizes) - x.ndim
     shape = tuple(x.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
     if lead < 0 or any(s < 0 for s in shape) or any(n not in (1, shape[lead + i]) for i, n in enumerate(x.shape)):
@@ -325,7 +321,7 @@ class Repeat(Function):
 def repeat(x: Tensor, *sizes: int) -> Tensor:
     """x copied sizes[i] times along axis i, as torch's Tensor.repeat (numpy.tile): extra leading
     sizes add new axes in front."""
-    sizes = _shape(sizes)
+    sizes = _tuple_arg(sizes)
     if len(sizes) < x.ndim or any(s < 0 for s in sizes):
         raise ValueError(f"repeat: sizes {sizes} for a tensor of shape {x.shape}: need one size >= 0 per axis "
                          "at least")

@@ -10,6 +10,7 @@ and, when a gradient is wanted, remembers the inputs.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,23 +23,34 @@ DType = Any  # anything numpy.dtype() accepts: mg.float32, "float64", np.int64, 
 
 # ---- grad mode ----
 
-class _GradMode:
-    enabled = True
+class _GradMode(threading.local):
+    """Grad mode is per thread, as in PyTorch: each thread starts with it on."""
+
+    def __init__(self) -> None:
+        self.enabled = True
+        self.saved: list[bool] = []  # the mode before each no_grad block this thread is inside
+
+
+_grad_mode = _GradMode()
 
 
 class no_grad(contextlib.ContextDecorator):
-    """`with mg.no_grad():` (or as a decorator): nothing inside is recorded for backward."""
+    """`with mg.no_grad():` (or as a decorator): nothing inside is recorded for backward.
+
+    Each exit restores the mode of its own entry, so one object may be entered again while it is in
+    use (nested, or by a decorated function that calls itself), and threads do not see each other's.
+    """
 
     def __enter__(self) -> None:
-        self.previous = _GradMode.enabled
-        _GradMode.enabled = False
+        _grad_mode.saved.append(_grad_mode.enabled)
+        _grad_mode.enabled = False
 
     def __exit__(self, *exc: object) -> None:
-        _GradMode.enabled = self.previous
+        _grad_mode.enabled = _grad_mode.saved.pop()
 
 
 def is_grad_enabled() -> bool:
-    return _GradMode.enabled
+    return _grad_mode.enabled
 
 
 # ---- Function: one primitive, one graph node ----
@@ -49,7 +61,9 @@ class Function:
     Subclasses define `forward(self, *arrays, **options) -> array`, saving on `self` what backward
     needs, and `backward(self, dout) -> tuple of dx`, one per input (None where no gradient is
     needed; `self.needs_input_grad` says which). Each dx must be a new array, `dout` itself, or a
-    view of `dout`: the engine copies before writing into the latter two.
+    view of `dout`: the engine copies before writing into the latter two. NumPy turns the result of
+    arithmetic on 0-d arrays into a NumPy scalar (`dout * b`); the engine makes it a 0-d array again,
+    in forward and backward alike, so every .data and .grad is an array.
 
     A forward that returns a tuple of arrays makes a node with several outputs (split does): each
     output tensor gets its own edge, an `Output`, and backward runs once, with a list of every
@@ -66,18 +80,21 @@ class Function:
     @classmethod
     def apply(cls, *inputs: Tensor, **options: Any) -> Tensor | tuple[Tensor, ...]:
         op = cls.__name__.removesuffix("Function").lower()  # LinearFunction -> "linear", in error messages
+        for i, t in enumerate(inputs):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"{op}: input {i} is a {type(t).__name__}, not a tensor; wrap it with mg.tensor()")
         if len(inputs) > 1:
-            _check_same_device(op, inputs)
-            _check_same_dtype(op, inputs)
+            _check_same_device_and_dtype(op, inputs)
         fn = cls()
-        requires_grad = _GradMode.enabled and any(t.requires_grad for t in inputs)
+        requires_grad = _grad_mode.enabled and any(t.requires_grad for t in inputs)
         if requires_grad:
             fn.needs_input_grad = tuple(t.requires_grad for t in inputs)
         try:
             out = fn.forward(*(t.data for t in inputs), **options)
-        except ValueError as err:  # a NumPy/CuPy shape complaint: say which op and which shapes
+        except (ValueError, TypeError) as err:  # a NumPy/CuPy complaint: say which op and which shapes
             shapes = ", ".join(str(t.shape) for t in inputs)
-            raise ValueError(f"{op}: inputs of shapes {shapes}: {err}") from None
+            kind = ValueError if isinstance(err, ValueError) else TypeError
+            raise kind(f"{op}: inputs of shapes {shapes}: {err}") from None
         if requires_grad:
             fn.parents = tuple((t._ctx or t) if t.requires_grad else None for t in inputs)
         if isinstance(out, tuple):  # several outputs: each reaches this node through its own edge
@@ -114,18 +131,27 @@ class Output(Function):
         self.shape, self.dtype = array.shape, array.dtype  # for the checks, as a one-output node has
 
 
-def _check_same_device(op: str, inputs: Sequence[Tensor]) -> None:
-    devices = {t.device for t in inputs}
-    if len(devices) > 1:
+def _check_same_device_and_dtype(op: str, inputs: Sequence[Tensor]) -> None:
+    """Refuse float32 with float64 here, rather than promote silently and fail in backward; likewise
+    tensors on different devices. (Elementwise ops promote a lower kind first: see as_operands.)"""
+    if len({t.device for t in inputs}) > 1:
         where = ", ".join(f"{t.shape} on {t.device}" for t in inputs)
         raise RuntimeError(f"{op.lower()}: inputs are on different devices ({where}); move them with .to()")
-
-
-def _check_same_dtype(op: str, inputs: Sequence[Tensor]) -> None:
-    """Refuse float32 with float64 here, rather than promote silently and fail in backward."""
     if len({t.dtype for t in inputs}) > 1:
         where = ", ".join(f"{t.shape} {t.dtype}" for t in inputs)
         raise TypeError(f"{op.lower()}: inputs have different dtypes ({where}); convert with .to(dtype)")
+
+
+def _check_float(op: str, x: Tensor) -> None:
+    """Refuse an integer or bool tensor where only floats make sense (mean, softmax, ...), as PyTorch does."""
+    if x.dtype.kind != "f":
+        raise TypeError(f"{op}: needs a floating-point tensor, got {x.dtype}; convert with .to(mg.float32)")
+
+
+def _array(value: Any) -> Any:
+    """`value` as an array: a NumPy scalar (what NumPy arithmetic on 0-d arrays returns) becomes a 0-d
+    array, which, unlike the scalar, can be written in place."""
+    return backend.get_array_module(value).asarray(value) if isinstance(value, np.generic) else value
 
 
 # ---- Tensor ----
@@ -148,9 +174,9 @@ class Tensor:
 
     @classmethod
     def _wrap(cls, data: Any, requires_grad: bool) -> Tensor:
-        """Fast constructor for op outputs: `data` is already a backend array."""
+        """Fast constructor for op outputs: `data` is already a backend array (or a NumPy scalar)."""
         t = object.__new__(cls)
-        t.data, t.grad, t.requires_grad, t._ctx = data, None, requires_grad, None
+        t.data, t.grad, t.requires_grad, t._ctx = _array(data), None, requires_grad, None
         return t
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -193,15 +219,18 @@ class Tensor:
     def to(self, target: str | DType) -> Tensor:
         """A copy on another device ("cpu", "cuda") or of another dtype; `self` if nothing changes.
 
-        The copy is a new leaf: gradients do not flow back through `to`.
+        A copy on another device is a new leaf. A float-to-float conversion is an op: gradients flow back
+        through it, cast to the input's dtype. An integer or bool result is a plain tensor (no gradient).
         """
-        if target in backend.DEVICES:
+        if isinstance(target, str) and target in backend.DEVICES:
             data = backend.to_device(self.data, target)
-        else:
-            data = self.data.astype(np.dtype(target), copy=False)
-        if data is self.data:
+            return self if data is self.data else Tensor._wrap(data, False).requires_grad_(self.requires_grad)
+        dtype = _number_dtype("to", target)
+        if dtype == self.dtype:
             return self
-        return Tensor._wrap(data, False).requires_grad_(self.requires_grad)
+        if dtype.kind != "f":
+            return Tensor._wrap(self.data.astype(dtype), False)
+        return elementwise.cast(self, dtype)
 
     def detach(self) -> Tensor:
         """The same values, cut off from the graph."""
@@ -227,7 +256,7 @@ class Tensor:
                 )
             grad = backend.get_array_module(self.data).ones_like(self.data)
         else:
-            grad = _as_array(grad.data if isinstance(grad, Tensor) else grad, self.dtype, self.device)
+            grad = _as_array(grad, self.dtype, self.device, "backward")
             if grad.shape != self.shape:
                 raise ValueError(f"backward(): gradient of shape {grad.shape} for a tensor of shape {self.shape}")
         _run_backward(self, grad, retain_graph)
@@ -301,7 +330,7 @@ class Tensor:
     def expand(self, *sizes: int) -> Tensor: return shapes.expand(self, *sizes)
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor: return shapes.flatten(self, start_dim, end_dim)
     def unflatten(self, dim: int, sizes) -> Tensor: return shapes.unflatten(self, dim, sizes)
-    def flip(self, *dims: int) -> Tensor: return shapes.flip(self, _shape(dims))
+    def flip(self, *dims: int) -> Tensor: return shapes.flip(self, _tuple_arg(dims))
     def tril(self, diagonal: int = 0) -> Tensor: return shapes.tril(self, diagonal)
     def triu(self, diagonal: int = 0) -> Tensor: return shapes.triu(self, diagonal)
     def repeat(self, *sizes: int) -> Tensor: return shapes.repeat(self, *sizes)
@@ -334,6 +363,7 @@ def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
         for parent, dx in zip(node.parents, node.backward(dout), strict=True):
             if parent is None or dx is None:
                 continue
+            dx = _array(dx)
             if dx.shape != parent.shape or dx.dtype != parent.dtype:
                 raise RuntimeError(
                     f"{type(node).__name__}.backward returned a gradient of shape {dx.shape} and dtype "
@@ -347,7 +377,8 @@ def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
             if owned:
                 total += dx  # speed: in place, as this array is ours (not a new array per extra use)
             else:
-                grads[id(parent)] = (total + dx, True)
+                total = _array(total + dx)
+            grads[id(parent)] = (total, True)  # stored again, so a sum that += could not make in place is kept
         if not retain_graph:
             node.release()
 
@@ -381,22 +412,62 @@ def _topological_order(start: Function | Tensor) -> list[Function | Tensor]:
 
 # ---- creating tensors ----
 
-def _default_dtype(data: Any) -> np.dtype:
-    """float32 for Python floats, NumPy's choice (int64, bool) otherwise; arrays keep their dtype."""
+DEFAULT_FLOAT = np.dtype(np.float32)  # what Python floats become, and what exp of an integer tensor gives
+
+
+def _number_dtype(op: str, dtype: DType) -> np.dtype:
+    """`dtype` as a NumPy dtype if it is a number type (bool, integer, float); a TypeError naming `op` if not."""
+    try:
+        result = np.dtype(dtype) if dtype is not None else None  # np.dtype(None) would be float64
+    except TypeError:
+        result = None
+    if result is None:
+        raise TypeError(f"{op}: {dtype!r} is not a dtype")
+    if result.kind not in "biuf":
+        raise TypeError(f"{op}: dtype {result} is not a number type (bool, integer or float)")
+    return result
+
+
+def _own_dtype(data: Any) -> np.dtype:
+    """The dtype of an array or NumPy scalar, or the one NumPy gives Python data (a number, a list)."""
     if hasattr(data, "dtype"):
         return data.dtype
-    kind = np.asarray(data).dtype
-    return np.dtype(np.float32) if kind.kind == "f" else kind
+    if isinstance(data, bool):
+        return np.dtype(np.bool_)
+    if isinstance(data, (int, float)):  # of any size: NumPy would give 2**70 its object dtype
+        return np.dtype(np.int64 if isinstance(data, int) else np.float64)
+    return np.asarray(data).dtype  # only asked, then dropped: the real array is made on the device below
 
 
-def _as_array(data: Any, dtype: DType | None, device: str | None) -> Any:
+def _number_kind(op: str, value: Any) -> str:
+    """The dtype kind ("b", "i", "u" or "f") of a Python or NumPy number, 0-d array or 0-d tensor; a
+    TypeError naming `op` for anything else (None, a string, a list)."""
+    if isinstance(value, (bool, int, float)) or getattr(value, "ndim", None) == 0:
+        if (kind := _own_dtype(value).kind) in "biuf":
+            return kind
+    elif hasattr(value, "shape") or isinstance(value, (list, tuple)):
+        shape = f" of shape {value.shape}" if hasattr(value, "shape") else ""
+        raise TypeError(f"{op}: got a {type(value).__name__}{shape}; wrap it with mg.tensor() first")
+    raise TypeError(f"{op}: expected a tensor or a number, got {type(value).__name__} {value!r:.40}")
+
+
+def _as_array(data: Any, dtype: DType | None = None, device: str | None = None, op: str = "tensor") -> Any:
+    """The one way values become a backend array: a tensor, a NumPy or CuPy array, a Python number or a
+    (nested) list, as `dtype` (default: its own, with Python floats as float32) on `device` (default:
+    its own, or "cpu"). Values that are not numbers (None, strings, objects) are a TypeError naming `op`,
+    whatever `dtype` asks for: NumPy would turn None into NaN and "3" into 3.0."""
     if isinstance(data, Tensor):
         data = data.data
-    dtype = _default_dtype(data) if dtype is None else np.dtype(dtype)
+    own = _own_dtype(data)
+    if own.kind not in "biuf":
+        raise TypeError(f"{op}: expected numbers, got {type(data).__name__} {data!r:.60}, whose dtype {own} "
+                        "is not a number type (bool, integer or float)")
+    if dtype is not None:
+        dtype = _number_dtype(op, dtype)
+    elif not hasattr(data, "dtype") and own.kind == "f":
+        dtype = DEFAULT_FLOAT
     if device is None:
         device = backend.device_of(data) if hasattr(data, "dtype") else "cpu"
-    if dtype.kind not in "biuf":
-        raise TypeError(f"tensor: dtype {dtype} is not a number type (bool, integer or float)")
     xp = backend.module_for(device)
     return xp.asarray(backend.to_device(data, device) if hasattr(data, "dtype") else data, dtype=dtype)
 
@@ -407,12 +478,12 @@ def tensor(data: Any, requires_grad: bool = False, dtype: DType | None = None, d
 
 
 def zeros(*shape: int, dtype: DType = np.float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
-    data = backend.module_for(device).zeros(_shape(shape), dtype=dtype)
+    data = backend.module_for(device).zeros(_tuple_arg(shape), dtype=_number_dtype("zeros", dtype))
     return Tensor._wrap(data, False).requires_grad_(requires_grad)
 
 
 def ones(*shape: int, dtype: DType = np.float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
-    data = backend.module_for(device).ones(_shape(shape), dtype=dtype)
+    data = backend.module_for(device).ones(_tuple_arg(shape), dtype=_number_dtype("ones", dtype))
     return Tensor._wrap(data, False).requires_grad_(requires_grad)
 
 
@@ -420,7 +491,7 @@ def full(shape: int | Sequence[int], fill_value: float | bool, dtype: DType | No
          requires_grad: bool = False) -> Tensor:
     """A tensor of `shape` filled with `fill_value`; its dtype by default as PyTorch picks it: float32 for a
     float, int64 for an int, bool for a bool."""
-    value = _as_array(fill_value, dtype, device)  # checks the dtype, and picks it when none is given
+    value = _as_array(fill_value, dtype, device, "full")  # checks the dtype, and picks it when none is given
     if value.ndim != 0:
         raise TypeError(f"full: fill_value must be a number, got an array of shape {value.shape}")
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
@@ -448,16 +519,16 @@ def ones_like(t: Tensor, *, dtype: DType | None = None, device: str | None = Non
 def eye(n: int, m: int | None = None, *, dtype: DType = np.float32, device: str = "cpu",
         requires_grad: bool = False) -> Tensor:
     """The (n, m) identity matrix (m = n when not given): ones on the diagonal, zeros elsewhere."""
-    data = backend.module_for(device).eye(n, m, dtype=dtype)
+    data = backend.module_for(device).eye(n, m, dtype=_number_dtype("eye", dtype))
     return Tensor._wrap(data, False).requires_grad_(requires_grad)
 
 
 def randn(*shape: int, dtype: DType = np.float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
     """Standard normal samples from the device's seeded generator (see mg.manual_seed)."""
-    dtype = np.dtype(dtype)
+    dtype = _number_dtype("randn", dtype)
     if dtype.kind != "f":
         raise TypeError(f"randn: dtype must be floating point, got {dtype}")
-    data = backend.generator(device).standard_normal(_shape(shape), dtype=dtype)
+    data = backend.generator(device).standard_normal(_tuple_arg(shape), dtype=dtype)
     return Tensor._wrap(data, False).requires_grad_(requires_grad)
 
 
@@ -469,12 +540,13 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: DTyp
     if dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
         dtype = np.int64 if is_int else np.float32
+    dtype = _number_dtype("arange", dtype)
     return Tensor._wrap(backend.module_for(device).arange(start, stop, step, dtype=dtype), False)
 
 
-def _shape(shape: tuple) -> tuple[int, ...]:
-    """zeros(2, 3) and zeros((2, 3)) both work."""
-    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+def _tuple_arg(args: tuple) -> tuple:
+    """f(2, 3) and f((2, 3)) both give (2, 3): shapes (zeros, reshape) and axes (transpose)."""
+    return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
 
 
 # the op modules need Tensor and Function, defined above

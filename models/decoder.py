@@ -27,7 +27,7 @@ import numpy as np
 
 from minigrad import backend, nn
 from minigrad import functional as F
-from minigrad.tensor import Tensor, no_grad
+from minigrad.tensor import Tensor, _as_array, no_grad
 from models.attention import KVCache, MultiHeadSelfAttention
 
 IGNORE_INDEX = -1  # targets with this value are not scored (prompt tokens, padding)
@@ -144,8 +144,7 @@ class DecoderModel(nn.Module):
 
 def _token_array(idx: Any, device: str, name: str) -> Any:
     """idx as a 2-D integer array on `device`, or a clear error."""
-    data = idx.data if isinstance(idx, Tensor) else idx
-    data = backend.to_device(data if hasattr(data, "dtype") else np.asarray(data), device)
+    data = _as_array(idx, None, device, name)
     if data.ndim != 2 or data.dtype.kind not in "iu" or data.shape[1] == 0:
         raise ValueError(f"{name}: expected token ids of shape (B, T) with T >= 1 and an integer dtype, "
                          f"got shape {data.shape} and dtype {data.dtype}")

@@ -211,7 +211,7 @@ def test_leaf_grads_own_their_memory(case: Case, device: str) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_float32_stays_float32(case: Case, device: str) -> None:
-    inputs = [x.to(mg.float32) for x in case.inputs(device)]
+    inputs = [x.detach().to(mg.float32).requires_grad_() for x in case.inputs(device)]  # float32 leaves
     assert all(x.dtype == mg.float32 and x.requires_grad for x in inputs)
     out = case.fn(*inputs)
     assert out.dtype == mg.float32
@@ -316,10 +316,11 @@ def test_to_device_and_dtype(rand, device) -> None:
     assert c.device == "cpu" and isinstance(c.data, np.ndarray)
     np.testing.assert_array_equal(c.numpy(), x.numpy())
     f = x.to(mg.float32)
-    assert f.dtype == mg.float32 and f.device == device and f.requires_grad and f.is_leaf
+    assert f.dtype == mg.float32 and f.device == device and f.requires_grad and not f.is_leaf
     np.testing.assert_allclose(f.numpy(), x.numpy(), rtol=1e-7)
-    (f * 2.0).sum().backward()  # the copy is a new leaf: nothing flows back to x
-    assert x.grad is None and f.grad is not None
+    (f * 2.0).sum().backward()  # a dtype conversion is an op: the gradient flows back, cast to x's dtype
+    assert x.grad.dtype == mg.float64
+    np.testing.assert_array_equal(grad(x), np.full((2, 3), 2.0))
 
 
 def test_detach(rand) -> None:

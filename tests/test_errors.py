@@ -154,11 +154,6 @@ def test_layer_norm_mixed_dtypes_refused_in_forward(rand) -> None:
         F.layer_norm(x, w, b)
 
 
-def test_float_constant_with_integer_tensor(device) -> None:
-    with pytest.raises(TypeError, match=shapes("float 0.5", "int64")):
-        mg.arange(3, device=device) * 0.5
-
-
 def test_array_operand_must_be_wrapped(rand) -> None:
     with pytest.raises(TypeError, match=shapes("add", "ndarray of shape (3,)", "mg.tensor")):
         rand(2, 3) + np.ones(3)

@@ -121,8 +121,15 @@ def test_clamp_errors() -> None:
         x.clamp()
     with pytest.raises(TypeError, match="bounds must be numbers.*mg.maximum"):
         x.clamp(min=mg.tensor(0.0))
-    with pytest.raises(TypeError, match="clamp: float 0.5 with a int64 tensor"):
-        mg.tensor([1, 2]).clamp(max=0.5)
+    with pytest.raises(TypeError, match="clamp: expected a tensor or a number, got str"):
+        x.clamp(max="1")
+
+
+def test_clamp_of_an_integer_tensor_by_a_float_is_float32() -> None:
+    """As in PyTorch: the float bound promotes the integer tensor (an int bound keeps it int64)."""
+    y = mg.tensor([1, 2]).clamp(max=0.5)
+    assert y.dtype == mg.float32 and y.numpy().tolist() == [0.5, 0.5]
+    assert mg.tensor([1, 3]).clamp(max=2).numpy().tolist() == [1, 2]
 
 
 @needs_torch

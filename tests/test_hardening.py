@@ -1,0 +1,538 @@
+"""The hardening issue's defects, each with a test that failed before its fix, and their relatives:
+0-d tensors (gradient accumulation, NumPy scalars), zero bases in pow, 1-D and zero-sized matmul, empty
+reductions, re-entrant and per-thread grad mode, None and strings as operands, dtype promotion, the
+differentiable .to(dtype) and softmax of a 0-d tensor. PyTorch gives the reference values where it is
+installed.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import backend
+from minigrad import functional as F
+
+try:
+    import torch
+except ImportError:  # the tests that need it skip and say why
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed: pip install 'minigrad[torch]' "
+                                                       "for the reference values")
+TOL = dict(rtol=1e-12, atol=1e-12)
+
+
+def scalar(value: float, device: str = "cpu") -> mg.Tensor:
+    return mg.tensor(value, requires_grad=True, dtype=mg.float64, device=device)
+
+
+def grad(t: mg.Tensor) -> np.ndarray:
+    assert t.grad is not None, f"tensor of shape {t.shape} got no gradient"
+    assert isinstance(t.grad, backend.get_array_module(t.data).ndarray), f".grad is a {type(t.grad).__name__}"
+    return backend.to_numpy(t.grad)
+
+
+# ---- a 0-d tensor used more than once ----
+
+# expression -> its derivative at x, by hand (the torch test runs the same expressions)
+SCALAR_USES = {
+    "(x + x) * x": (lambda x: (x + x) * x, lambda x: 4 * x),
+    "x * x": (lambda x: x * x, lambda x: 2 * x),
+    "x * x * x": (lambda x: x * x * x, lambda x: 3 * x**2),
+    "x / x + x": (lambda x: x / x + x, lambda x: 1.0),
+    "x - x * x": (lambda x: x - x * x, lambda x: 1 - 2 * x),
+    "-x + x * 3": (lambda x: -x + x * 3.0, lambda x: 2.0),
+    "exp(x) * x": (lambda x: x.exp() * x, lambda x: np.exp(x) * (1 + x)),
+    "x ** x": (lambda x: x**x, lambda x: x**x * (np.log(x) + 1)),
+    "tanh(x) * sqrt(x)": (lambda x: x.tanh() * x.sqrt(), lambda x: (1 - np.tanh(x) ** 2) * np.sqrt(x)
+                          + np.tanh(x) / (2 * np.sqrt(x))),
+    "sum and mean of x * x": (lambda x: (x * x).sum() + (x * x).mean(), lambda x: 4 * x),
+    "max(x) * x": (lambda x: x.max() * x, lambda x: 2 * x),
+    "x[None] * x": (lambda x: (x[None] * x).sum(), lambda x: 2 * x),
+}
+
+
+@pytest.mark.parametrize("name", SCALAR_USES)
+def test_scalar_used_twice_gets_the_whole_gradient(name, device) -> None:
+    """Gradients of a 0-d tensor used twice were summed with `total += dx`, which NumPy scalars do not do
+    in place: (x + x) * x gave 2x instead of 4x."""
+    fn, derivative = SCALAR_USES[name]
+    x = scalar(1.5, device)
+    y = fn(x)
+    assert y.shape == () and isinstance(y.data, backend.module_for(device).ndarray)
+    y.backward()
+    np.testing.assert_allclose(grad(x), derivative(1.5), **TOL)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", SCALAR_USES)
+def test_scalar_used_twice_matches_torch(name) -> None:
+    fn, _ = SCALAR_USES[name]
+    x, tx = scalar(0.7), torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    fn(x).backward()
+    fn(tx).backward()
+    np.testing.assert_allclose(grad(x), tx.grad.numpy(), **TOL)
+
+
+@pytest.mark.parametrize("fn", [lambda x: x[0, 1], lambda x: x[0, 0] < x[0, 1], lambda x: x.sum() * x.sum(),
+                                lambda x: F.gelu(x.sum()), lambda x: -x[1, 2]],
+                         ids=["getitem", "compare", "product", "gelu", "neg"])
+def test_zero_d_results_are_arrays(fn, rand) -> None:
+    """NumPy gives scalars for 0-d results (x[0, 1], a < b on 0-d arrays); a tensor's data is always an array,
+    which `out=` and in-place updates can write into (F.gelu of a 0-d tensor raised)."""
+    x = rand(2, 3)
+    assert isinstance(fn(x).data, backend.get_array_module(x.data).ndarray)
+
+
+def test_function_returning_numpy_scalars_still_accumulates() -> None:
+    """A user's Function whose forward and backward return NumPy scalars: the engine still sums right."""
+    class Triple(mg.Function):
+        def forward(self, x):
+            return x * 3.0  # a NumPy scalar for a 0-d x
+
+        def backward(self, dout):
+            return (dout * 3.0,)  # likewise
+
+    x = scalar(2.0)
+    y = Triple.apply(x)
+    assert isinstance(y.data, np.ndarray)
+    (y * Triple.apply(x) + Triple.apply(x)).backward()  # 9 x^2 + 3 x
+    np.testing.assert_allclose(grad(x), 18 * 2.0 + 3, **TOL)
+
+
+# ---- pow at a zero base ----
+
+BASES = [0.0, 0.0, 0.0, 0.0, 1.5, -1.5, 2.0]
+EXPONENTS = [0.0, 0.5, 2.0, -1.0, 0.0, 0.0, -0.5]
+
+
+@needs_torch
+def test_pow_at_zero_base_matches_torch() -> None:
+    """d(x**0)/dx at 0 and d(0**y)/dy were NaN or -inf where PyTorch gives 0."""
+    a, b = mg.tensor(BASES, requires_grad=True, dtype=mg.float64), mg.tensor(EXPONENTS, requires_grad=True,
+                                                                            dtype=mg.float64)
+    ta, tb = (torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (BASES, EXPONENTS))
+    dout = np.random.default_rng(0).standard_normal(len(BASES))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # 0 ** -1 is inf, as it should be
+        (a**b).backward(dout)
+    (ta**tb).backward(torch.from_numpy(dout))
+    np.testing.assert_allclose(grad(a), ta.grad.numpy(), **TOL)
+    np.testing.assert_allclose(grad(b), tb.grad.numpy(), **TOL)
+
+
+def test_pow_zero_exponent_and_zero_base_have_zero_gradient(device) -> None:
+    x = mg.tensor([0.0, 1.0, -2.0], requires_grad=True, dtype=mg.float64, device=device)
+    (x**0.0).sum().backward()
+    np.testing.assert_array_equal(grad(x), [0.0, 0.0, 0.0])
+    y = mg.tensor([0.0, 1.0, 2.5], requires_grad=True, dtype=mg.float64, device=device)
+    (0.0**y).sum().backward()
+    np.testing.assert_array_equal(grad(y), [0.0, 0.0, 0.0])
+
+
+# ---- matmul: 1-D, zero-sized ----
+
+MATMUL_SHAPES = [((3,), (3,)), ((0,), (0,)), ((2, 0), (0, 3)), ((0, 2), (2, 3)), ((2, 3), (3, 0)),
+                 ((2, 3, 0), (2, 0, 4)), ((0,), (0, 4)), ((2, 0), (0,)), ((4,), (2, 4, 3)), ((2, 2, 3), (3,))]
+
+
+@pytest.mark.parametrize("a_shape, b_shape", MATMUL_SHAPES, ids=[f"{a}@{b}" for a, b in MATMUL_SHAPES])
+def test_matmul_of_vectors_and_zero_sizes(a_shape, b_shape, device) -> None:
+    """1-D @ 1-D raised in forward; a zero-sized dimension raised in forward or backward."""
+    rng = np.random.default_rng(0)
+    an, bn = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    a, b = (mg.tensor(v, requires_grad=True, device=device) for v in (an, bn))
+    out = a @ b
+    assert out.shape == np.matmul(an, bn).shape
+    np.testing.assert_allclose(out.numpy(), np.matmul(an, bn), **TOL)
+    assert mg.gradcheck(lambda a, b: a @ b, a, b).passed
+    assert grad(a).shape == a_shape and grad(b).shape == b_shape
+
+
+@needs_torch
+@pytest.mark.parametrize("a_shape, b_shape", MATMUL_SHAPES, ids=[f"{a}@{b}" for a, b in MATMUL_SHAPES])
+def test_matmul_of_vectors_and_zero_sizes_matches_torch(a_shape, b_shape) -> None:
+    rng = np.random.default_rng(1)
+    an, bn = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    a, b = (mg.tensor(v, requires_grad=True) for v in (an, bn))
+    ta, tb = (torch.tensor(v, requires_grad=True) for v in (an, bn))
+    out, t_out = a @ b, ta @ tb
+    np.testing.assert_allclose(out.numpy(), t_out.detach().numpy(), **TOL)
+    dout = rng.standard_normal(out.shape)
+    out.backward(dout)
+    t_out.backward(torch.from_numpy(dout))
+    np.testing.assert_allclose(grad(a), ta.grad.numpy(), **TOL)
+    np.testing.assert_allclose(grad(b), tb.grad.numpy(), **TOL)
+
+
+@pytest.mark.parametrize("x_shape, w_shape", [((0, 3), (2, 3)), ((4, 0), (2, 0)), ((2, 0, 3), (5, 3))])
+def test_linear_with_zero_sizes(x_shape, w_shape, device) -> None:
+    x, w = mg.zeros(x_shape, requires_grad=True, device=device), mg.ones(w_shape, requires_grad=True, device=device)
+    b = mg.ones(w_shape[0], requires_grad=True, device=device)
+    y = F.linear(x, w, b)
+    assert y.shape == (*x_shape[:-1], w_shape[0])
+    y.sum().backward()
+    assert grad(x).shape == x_shape and grad(w).shape == w_shape
+    np.testing.assert_array_equal(grad(b), np.full(w_shape[0], float(np.prod(x_shape[:-1]))))
+
+
+def test_embedding_of_width_zero(device) -> None:
+    w = mg.zeros(5, 0, requires_grad=True, device=device)
+    F.embedding(w, [1, 2, 2]).sum().backward()
+    assert grad(w).shape == (5, 0)
+
+
+# ---- empty reductions and empty inputs ----
+
+@pytest.mark.parametrize("shape, axis", [((0, 3), 0), ((0, 3), None), ((2, 0), 1), ((2, 0), (0, 1)), ((0, 3), 1)])
+def test_mean_over_an_empty_axis_is_nan(shape, axis, device) -> None:
+    """mean over an empty axis raised ZeroDivisionError; NumPy and PyTorch give NaN."""
+    x = mg.zeros(shape, requires_grad=True, device=device)
+    y = x.mean(axis=axis)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = np.zeros(shape, dtype=np.float32).mean(axis=axis)
+    assert y.shape == np.shape(expected) and y.dtype == mg.float32
+    np.testing.assert_array_equal(y.numpy(), expected)
+    y.sum().backward()
+    assert grad(x).shape == shape
+
+
+def test_max_along_a_non_empty_axis_of_an_empty_tensor(device) -> None:
+    """(0, 3) has a maximum along axis 1 (for each of its no rows), as in NumPy and PyTorch; none along axis 0."""
+    assert mg.zeros(0, 3, device=device).max(axis=1).shape == (0,)
+    with pytest.raises(ValueError, match=r"max: tensor of shape \(0, 3\) is empty along axis 0"):
+        mg.zeros(0, 3, device=device).max(axis=0)
+
+
+@pytest.mark.parametrize("op", [F.softmax, F.log_softmax], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape, axis", [((3, 0), -1), ((0, 3), 0), ((0, 3), -1)])
+def test_softmax_of_empty_tensors(op, shape, axis, device) -> None:
+    x = mg.zeros(shape, requires_grad=True, device=device)
+    y = op(x, axis=axis)
+    assert y.shape == shape
+    y.sum().backward()
+    assert grad(x).shape == shape
+
+
+# ---- softmax of a 0-d tensor ----
+
+@pytest.mark.parametrize("op, value", [(F.softmax, 1.0), (F.log_softmax, 0.0)], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_softmax_of_a_scalar(op, value, axis, device) -> None:
+    """A 0-d tensor is a row of one, as in PyTorch: softmax 1, log_softmax 0, gradient 0 (it raised)."""
+    x = scalar(2.5, device)
+    y = op(x, axis=axis)
+    assert y.shape == () and y.item() == value
+    y.backward()
+    np.testing.assert_array_equal(grad(x), 0.0)
+    with pytest.raises(ValueError, match="axis 1 is out of range"):
+        op(x, axis=1)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_of_a_scalar_matches_torch(name) -> None:
+    x, tx = scalar(-0.3), torch.tensor(-0.3, dtype=torch.float64, requires_grad=True)
+    y, ty = getattr(F, name)(x), getattr(torch, name)(tx, dim=-1)
+    assert y.item() == ty.item()
+    y.backward(np.float64(1.7))
+    ty.backward(torch.tensor(1.7, dtype=torch.float64))
+    np.testing.assert_array_equal(grad(x), tx.grad.numpy())
+
+
+def test_reductions_of_a_scalar_take_axis_0_and_minus_1(device) -> None:
+    """As in PyTorch, a 0-d tensor has one axis to name: x.sum(axis=0) is x."""
+    x = scalar(1.25, device)
+    for reduce in ("sum", "mean", "max"):
+        assert getattr(x, reduce)(axis=0).item() == 1.25 and getattr(x, reduce)(axis=-1).item() == 1.25
+        with pytest.raises(ValueError, match="axis 1 is out of range"):
+            getattr(x, reduce)(axis=1)
+
+
+# ---- grad mode ----
+
+def test_one_no_grad_object_entered_twice_restores_each_mode() -> None:
+    ng = mg.no_grad()
+    with ng:
+        with ng:
+            assert not mg.is_grad_enabled()
+        assert not mg.is_grad_enabled()  # the inner exit restores the outer block's mode: still off
+    assert mg.is_grad_enabled()  # the outer exit restores what was there before: on
+
+
+def test_recursive_no_grad_function_restores_grad_mode() -> None:
+    """A decorated function shares one no_grad object between its calls: a recursion left grad mode off."""
+    @mg.no_grad()
+    def depth(n: int) -> int:
+        assert not mg.is_grad_enabled()
+        return 0 if n == 0 else 1 + depth(n - 1)
+
+    assert depth(3) == 3
+    assert mg.is_grad_enabled()
+    x = scalar(1.0)
+    assert (x * 2.0).requires_grad
+
+
+def test_grad_mode_is_per_thread() -> None:
+    """As in PyTorch: no_grad in one thread leaves the others recording, and a new thread starts with it on."""
+    seen: dict[str, bool] = {}
+    inside, leave = threading.Event(), threading.Event()
+
+    def worker() -> None:
+        with mg.no_grad():
+            seen["worker inside"] = mg.is_grad_enabled()
+            inside.set()
+            leave.wait(5)
+        seen["worker after"] = mg.is_grad_enabled()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    inside.wait(5)
+    seen["main while worker is inside"] = mg.is_grad_enabled()
+    with mg.no_grad():
+        fresh = threading.Thread(target=lambda: seen.setdefault("new thread under main's no_grad",
+                                                                mg.is_grad_enabled()))
+        fresh.start()
+        fresh.join()
+        leave.set()
+        thread.join()
+        seen["main inside after worker left"] = mg.is_grad_enabled()
+    assert seen == {"worker inside": False, "main while worker is inside": True,
+                    "new thread under main's no_grad": True, "worker after": True,
+                    "main inside after worker left": False}
+    assert mg.is_grad_enabled()
+
+
+def test_one_decorated_function_in_two_threads() -> None:
+    """One no_grad object used by two threads at once: each exit restores its own thread's mode."""
+    both_inside = threading.Barrier(2, timeout=5)
+
+    @mg.no_grad()
+    def step() -> bool:
+        both_inside.wait()
+        return mg.is_grad_enabled()
+
+    results = []
+    threads = [threading.Thread(target=lambda: results.append((step(), mg.is_grad_enabled()))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [(False, True), (False, True)]
+
+
+# ---- None, strings and other non-numbers ----
+
+NOT_NUMBERS = {  # what a user writes -> the op the error must name
+    "x + None": (lambda x: x + None, "add"),
+    "None * x": (lambda x: None * x, "mul"),
+    "x + '3'": (lambda x: x + "3", "add"),
+    "'3' - x": (lambda x: "3" - x, "sub"),
+    "x / b'2'": (lambda x: x / b"2", "div"),
+    "x ** None": (lambda x: x**None, "pow"),
+    "x < None": (lambda x: x < None, "lt"),
+    "x @ None": (lambda x: x @ None, "matmul"),
+    "x + 1j": (lambda x: x + 1j, "add"),
+    "x + [1.0, 2.0, 3.0]": (lambda x: x + [1.0, 2.0, 3.0], "add"),
+    "masked_fill(value=None)": (lambda x: F.masked_fill(x, x > 0.0, None), "masked_fill"),
+    "masked_fill(value='1')": (lambda x: F.masked_fill(x, x > 0.0, "1"), "masked_fill"),
+    "masked_fill(mask=None)": (lambda x: F.masked_fill(x, None, 0.0), "masked_fill"),
+    "embedding(None)": (lambda x: F.embedding(x, None), "embedding"),
+    "embedding(['1'])": (lambda x: F.embedding(x, ["1"]), "embedding"),
+    "cross_entropy(targets=None)": (lambda x: F.cross_entropy(x, None), "cross_entropy"),
+    "backward([None, 1, 1])": (lambda x: x.sum(axis=0).backward([None, 1.0, 1.0]), "backward"),
+    "softmax(ndarray)": (lambda x: F.softmax(x.numpy()), "softmax"),
+    "concatenate([x, None])": (lambda x: F.concatenate([x, None]), "concatenate"),
+    "linear(x, None)": (lambda x: F.linear(x, None), "linear"),
+}
+
+
+@pytest.mark.parametrize("name", NOT_NUMBERS)
+def test_non_numbers_are_a_type_error_naming_the_op(name, rand) -> None:
+    """None became NaN and "3" became 3.0 (x + "3" gave x + 3); now each is a TypeError that names the op."""
+    fn, op = NOT_NUMBERS[name]
+    with pytest.raises(TypeError, match=f"^{op}: "):
+        fn(rand(2, 3))
+
+
+@pytest.mark.parametrize("data, dtype", [([1.0, None], None), ([1.0, None], mg.float32), ("3", mg.float32),
+                                         (["1", "2"], mg.float64), (None, mg.float32), ([1 + 2j], mg.float32),
+                                         (np.array([1.0, None], dtype=object), mg.float32)])
+def test_tensor_of_non_numbers_is_refused_whatever_the_dtype(data, dtype) -> None:
+    """With a dtype, NumPy turned None into NaN and "3" into 3.0 (and dropped imaginary parts)."""
+    with pytest.raises(TypeError, match="tensor: expected numbers.*not a number type"):
+        mg.tensor(data, dtype=dtype)
+
+
+@pytest.mark.parametrize("make", [lambda: mg.zeros(2, dtype="U3"), lambda: mg.ones(2, dtype=object),
+                                  lambda: mg.arange(3, dtype="U3"), lambda: mg.tensor([1.0]).to("U5"),
+                                  lambda: mg.tensor([1.0]).to(None), lambda: mg.zeros(2, dtype=None)],
+                         ids=["zeros", "ones", "arange", "to str", "to None", "zeros None"])
+def test_dtype_arguments_must_be_number_types(make) -> None:
+    """zeros(dtype="U3") made a tensor of strings, to(None) one of float64."""
+    with pytest.raises(TypeError, match="not a number type|is not a dtype"):
+        make()
+
+
+def test_huge_python_int_with_a_float_tensor(device) -> None:
+    x = mg.ones(2, device=device)
+    np.testing.assert_allclose((x * 2**70).numpy(), np.float32(2**70))
+
+
+# ---- promotion between kinds: bool < integer < float ----
+
+# minigrad expression -> the same in torch (on int64 i = [1, 2, 3], bool b = [True, False, True],
+# float32 f = [0.5, -1.0, 2.0])
+PROMOTIONS = {
+    "i * 0.5": lambda i, b, f: i * 0.5,
+    "0.5 * i": lambda i, b, f: 0.5 * i,
+    "i + 2": lambda i, b, f: i + 2,
+    "i ** 0.5": lambda i, b, f: i**0.5,
+    "i ** 2": lambda i, b, f: i**2,
+    "2.0 ** i": lambda i, b, f: 2.0**i,
+    "i / i": lambda i, b, f: i / i,
+    "i / 2": lambda i, b, f: i / 2,
+    "3 / i": lambda i, b, f: 3 / i,
+    "exp(i)": lambda i, b, f: i.exp(),
+    "log(i)": lambda i, b, f: i.log(),
+    "sqrt(i)": lambda i, b, f: i.sqrt(),
+    "tanh(i)": lambda i, b, f: i.tanh(),
+    "i < 1.5": lambda i, b, f: i < 1.5,
+    "b * 1.5": lambda i, b, f: b * 1.5,
+    "b * 2": lambda i, b, f: b * 2,
+    "b + b": lambda i, b, f: b + b,
+    "b / b": lambda i, b, f: b / b,
+    "exp(b)": lambda i, b, f: b.exp(),
+    "f * b": lambda i, b, f: f * b,
+    "i + f": lambda i, b, f: i + f,
+    "i + True": lambda i, b, f: i + True,
+    "sum(b)": lambda i, b, f: b.sum(),
+}
+
+
+def _operands(device: str):
+    return (mg.tensor([1, 2, 3], device=device), mg.tensor([True, False, True], device=device),
+            mg.tensor([0.5, -1.0, 2.0], device=device))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in divide")  # b / b has 0 / 0
+@pytest.mark.parametrize("name", PROMOTIONS)
+def test_promotion_gives_pytorchs_dtype_and_values(name, device) -> None:
+    """int * 0.5 was refused; int / int and exp(int) gave float64 instead of the default float32."""
+    expected_dtype = {"i < 1.5": mg.bool_, "b + b": mg.bool_, "i + 2": mg.int64, "i ** 2": mg.int64,
+                      "b * 2": mg.int64, "i + True": mg.int64, "sum(b)": mg.int64}.get(name, mg.float32)
+    y = PROMOTIONS[name](*_operands(device))
+    assert y.dtype == expected_dtype
+    if torch is not None:
+        t = PROMOTIONS[name](torch.tensor([1, 2, 3]), torch.tensor([True, False, True]),
+                             torch.tensor([0.5, -1.0, 2.0]))
+        assert str(t.dtype) == f"torch.{ {'bool': 'bool'}.get(str(y.dtype), str(y.dtype))}"
+        np.testing.assert_allclose(y.numpy(), t.numpy(), rtol=1e-6)
+
+
+def test_float_tensor_with_a_mask_gets_its_gradient(device) -> None:
+    x = mg.tensor([0.5, -1.0, 2.0], requires_grad=True, dtype=mg.float64, device=device)
+    y = x * (x > 0.0)
+    assert y.dtype == mg.float64
+    y.backward([1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(grad(x), [1.0, 0.0, 1.0])
+
+
+def test_same_kind_different_dtypes_are_still_refused_with_one_message(rand) -> None:
+    a, b = rand(2, 3, dtype=mg.float32), rand(2, 3)
+    for op, name in [(lambda: a + b, "add"), (lambda: a < b, "lt"), (lambda: F.linear(a, b), "linear"),
+                     (lambda: F.concatenate([a, b]), "concatenate")]:
+        with pytest.raises(TypeError, match=f"{name}: inputs have different dtypes .*float32.*float64"):
+            op()
+    with pytest.raises(TypeError, match="add: inputs have different dtypes .*int32.*int64"):
+        mg.tensor([1], dtype="int32") + mg.tensor([1])
+
+
+@pytest.mark.parametrize("op", [F.softmax, F.log_softmax, F.gelu, F.layer_norm, lambda x: F.dropout(x, 0.5),
+                                lambda x: F.cross_entropy(x.reshape(1, 3), [0]), lambda x: x.mean()],
+                         ids=["softmax", "log_softmax", "gelu", "layer_norm", "dropout", "cross_entropy", "mean"])
+def test_float_only_functions_refuse_integers(op, device) -> None:
+    """As in PyTorch; softmax of an int tensor gave float64."""
+    with pytest.raises(TypeError, match="needs a floating-point tensor, got int64"):
+        op(mg.tensor([1, 2, 3], device=device))
+
+
+def test_masked_fill_refuses_a_float_for_an_integer_tensor(device) -> None:
+    i = mg.tensor([1, 2, 3], device=device)
+    with pytest.raises(TypeError, match="masked_fill: float value -inf for a int64 tensor"):
+        F.masked_fill(i, i > 1, float("-inf"))
+    np.testing.assert_array_equal(F.masked_fill(i, i > 1, 7).numpy(), [1, 7, 7])
+
+
+# ---- .to(dtype) ----
+
+def test_to_between_floats_is_differentiable(device) -> None:
+    """.to(dtype) made a new leaf, so nothing reached the input's gradient."""
+    x = mg.tensor([0.5, -1.0], requires_grad=True, device=device)  # float32
+    y = x.to(mg.float64)
+    assert y.dtype == mg.float64 and y.requires_grad and not y.is_leaf
+    (y * y).backward([1.0, 3.0])
+    assert x.grad.dtype == mg.float32
+    np.testing.assert_allclose(grad(x), [1.0, -6.0])
+
+
+@needs_torch
+def test_to_matches_torch() -> None:
+    x, tx = mg.tensor([0.1, -2.0], requires_grad=True, dtype=mg.float64), torch.tensor([0.1, -2.0],
+                                                                                        dtype=torch.float64,
+                                                                                        requires_grad=True)
+    (x.to(mg.float32).exp() * 3.0).to(mg.float64).backward([1.0, 2.0])
+    (tx.to(torch.float32).exp() * 3.0).to(torch.float64).backward(torch.tensor([1.0, 2.0], dtype=torch.float64))
+    np.testing.assert_allclose(grad(x), tx.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [mg.int64, "int32", mg.bool_])
+def test_to_an_integer_dtype_is_a_plain_tensor(dtype, device) -> None:
+    x = mg.tensor([1.7, -0.2, 0.0], requires_grad=True, device=device)
+    y = x.to(dtype)
+    assert y.dtype == np.dtype(dtype) and not y.requires_grad and y.is_leaf
+    np.testing.assert_array_equal(y.numpy(), np.array([1.7, -0.2, 0.0], dtype=np.float32).astype(dtype))
+    assert x.to(x.dtype) is x
+    with mg.no_grad():
+        assert not x.to(mg.float64).requires_grad
+
+
+def test_gradcheck_of_converted_inputs(rand) -> None:
+    """README's first session: mg.gradcheck(fn, x.to(mg.float64), ...) of float32 leaves."""
+    x, w = rand(4, 3, dtype=mg.float32), rand(3, 2, dtype=mg.float32)
+    assert mg.gradcheck(lambda x, w: F.softmax(x @ w), x.to(mg.float64), w.to(mg.float64)).passed
+
+
+# ---- a Python number as an operand makes one array ----
+
+def test_python_number_operand_makes_one_array(monkeypatch) -> None:
+    """Issue 13: x * 0.5 built two arrays for the 0.5 (one to ask its dtype, one to use)."""
+    x = mg.ones(2, 3)
+    made = []
+    original = np.asarray
+    monkeypatch.setattr(np, "asarray", lambda *a, **k: made.append(a[0]) or original(*a, **k))
+    y = x * 0.5
+    monkeypatch.undo()
+    assert made == [0.5] and y.dtype == mg.float32
+
+
+# ---- errors that name the op ----
+
+@pytest.mark.parametrize("op, error, message", [
+    (lambda x: mg.tensor([True]) - mg.tensor([True]), TypeError, "sub: inputs of shapes"),
+    (lambda x: x.reshape(None), TypeError, "reshape: inputs of shapes"),
+    (lambda x: x.sum(axis="0"), ValueError, "axis '0' is out of range"),
+    (lambda x: x.sum(axis=1.0), ValueError, "axis 1.0 is out of range"),
+    (lambda x: F.softmax(x, axis=None), ValueError, "softmax: axis None is out of range"),
+    (lambda x: x.transpose("a", "b"), ValueError, "transpose: axes"),
+    (lambda x: F.dropout(x, None), TypeError, "dropout: expected a tensor or a number, got NoneType"),
+], ids=["bool sub", "reshape None", "axis str", "axis float", "softmax axis None", "transpose str", "dropout None"])
+def test_bad_arguments_name_the_op(op, error, message, rand) -> None:
+    with pytest.raises(error, match=message):
+        op(rand(2, 3))
