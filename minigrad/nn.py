@@ -15,7 +15,7 @@ import numpy as np
 
 from minigrad import backend
 from minigrad import functional as F
-from minigrad.tensor import DType, Tensor
+from minigrad.tensor import DType, Tensor, _as_array
 
 
 class Parameter(Tensor):
@@ -112,20 +112,28 @@ class Module:
         return {name: p.data for name, p in self.named_parameters()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Copy `state` into the parameters, after checking every key and shape: on any mismatch
-        a ValueError names the keys at fault and the model is left untouched."""
+        """Copy `state` into the parameters (converted to their dtype), after checking every key, shape
+        and dtype: on any mismatch a ValueError names the keys at fault and the model is left untouched."""
         own = dict(self.named_parameters())
         missing = sorted(own.keys() - state.keys())
         unexpected = sorted(state.keys() - own.keys())
-        wrong = [f"{k}: saved {tuple(state[k].shape)}, model {own[k].shape}"
-                 for k in own.keys() & state.keys() if tuple(state[k].shape) != own[k].shape]
+        wrong_values, wrong_shapes = [], []
+        for k in sorted(own.keys() & state.keys()):
+            value = state[k]
+            if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+                wrong_values.append(f"{k}: a {type(value).__name__}, not an array")
+            elif value.dtype.kind not in "biuf":
+                wrong_values.append(f"{k}: dtype {value.dtype} is not a number type")
+            elif tuple(value.shape) != own[k].shape:
+                wrong_shapes.append(f"{k}: saved {tuple(value.shape)}, model {own[k].shape}")
         problems = ([f"missing keys {missing}"] if missing else []) + \
                    ([f"unexpected keys {unexpected}"] if unexpected else []) + \
-                   ([f"wrong shapes ({'; '.join(sorted(wrong))})"] if wrong else [])
+                   ([f"wrong shapes ({'; '.join(wrong_shapes)})"] if wrong_shapes else []) + \
+                   ([f"wrong values ({'; '.join(wrong_values)})"] if wrong_values else [])
         if problems:
             raise ValueError(f"load_state_dict({type(self).__name__}): " + ", ".join(problems))
         for name, p in own.items():
-            p.data = Tensor(state[name], dtype=p.dtype, device=p.device).data.copy()
+            p.data = _as_array(state[name], p.dtype, p.device, "load_state_dict").copy()
 
 
 # ---- layers ----

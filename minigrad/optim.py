@@ -13,6 +13,7 @@ from typing import Any
 
 from minigrad import backend, fast
 from minigrad.nn import Parameter
+from minigrad.tensor import _as_array
 
 ParamGroups = Iterable[Parameter] | Iterable[dict[str, Any]]
 
@@ -72,24 +73,33 @@ class Optimizer:
                 "buffers": {str(i): dict(s) for i, s in enumerate(self.state)}}
 
     def load_state_dict(self, saved: dict[str, Any]) -> None:
-        """Restore step count, learning rates and buffers; checks everything before changing anything."""
+        """Restore step count, learning rates and buffers. Everything is checked, and converted, before
+        anything changes: a bad state is a ValueError that leaves the optimizer as it was."""
         params = list(self.parameters())
-        buffers = saved.get("buffers", {})
-        if len(buffers) != len(params) or len(saved.get("lr", [])) != len(self.param_groups):
-            raise ValueError(f"{type(self).__name__}.load_state_dict: saved state is for {len(buffers)} parameters in "
-                             f"{len(saved.get('lr', []))} groups, this optimizer has {len(params)} in "
-                             f"{len(self.param_groups)}")
+        name = f"{type(self).__name__}.load_state_dict"
+        step, lrs, buffers = saved.get("step"), saved.get("lr", []), saved.get("buffers", {})
+        if not isinstance(lrs, list) or not isinstance(buffers, dict):
+            raise ValueError(f"{name}: expected what state_dict() gives, with 'lr' a list and 'buffers' a dict")
+        if len(buffers) != len(params) or len(lrs) != len(self.param_groups):
+            raise ValueError(f"{name}: saved state is for {len(buffers)} parameters in {len(lrs)} groups, this "
+                             f"optimizer has {len(params)} in {len(self.param_groups)}")
+        if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+            raise ValueError(f"{name}: step must be an integer >= 0, got {step!r}")
+        if not all(isinstance(lr, (int, float)) and not isinstance(lr, bool) for lr in lrs):
+            raise ValueError(f"{name}: learning rates must be numbers, got {lrs!r:.80}")
         for i, p in enumerate(params):
-            for name in self.state_names:
-                if name not in buffers[str(i)] or tuple(buffers[str(i)][name].shape) != p.shape:
-                    raise ValueError(f"{type(self).__name__}.load_state_dict: buffer {name!r} of parameter {i} "
-                                     f"is missing or not of shape {p.shape}")
-        self.step_count = int(saved["step"])
-        for group, lr in zip(self.param_groups, saved["lr"], strict=True):
+            for buffer in self.state_names:
+                entry = buffers.get(str(i))
+                value = entry.get(buffer) if isinstance(entry, dict) else None
+                if not hasattr(value, "dtype") or value.dtype.kind not in "biuf" or tuple(value.shape) != p.shape:
+                    raise ValueError(f"{name}: buffer {buffer!r} of parameter {i} is missing or not of shape "
+                                     f"{p.shape} (numbers)")
+        # copies, since steps update the buffers in place; made before anything changes
+        state = [{buffer: _as_array(buffers[str(i)][buffer], p.dtype, p.device, name).copy()
+                  for buffer in self.state_names} for i, p in enumerate(params)]
+        self.step_count, self.state = step, state
+        for group, lr in zip(self.param_groups, lrs, strict=True):
             group["lr"] = lr
-        xp = backend.get_array_module  # array(), not asarray(): steps update the buffers in place, so copy them
-        self.state = [{name: xp(p.data).array(backend.to_device(buffers[str(i)][name], p.device), dtype=p.dtype)
-                       for name in self.state_names} for i, p in enumerate(params)]
 
 
 class SGD(Optimizer):

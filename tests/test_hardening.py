@@ -1,20 +1,25 @@
 """The hardening issue's defects, each with a test that failed before its fix, and their relatives:
 0-d tensors (gradient accumulation, NumPy scalars), zero bases in pow, 1-D and zero-sized matmul, empty
 reductions, re-entrant and per-thread grad mode, None and strings as operands, dtype promotion, the
-differentiable .to(dtype) and softmax of a 0-d tensor. PyTorch gives the reference values where it is
-installed.
+differentiable .to(dtype), softmax of a 0-d tensor, and mg.save / mg.load / load_state_dict on bad
+values and crafted files. PyTorch gives the reference values where it is installed.
 """
 
 from __future__ import annotations
 
+import io
+import json
+import os
+import stat
 import threading
 import warnings
+import zipfile
 
 import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend
+from minigrad import backend, nn, optim
 from minigrad import functional as F
 
 try:
@@ -536,3 +541,158 @@ def test_python_number_operand_makes_one_array(monkeypatch) -> None:
 def test_bad_arguments_name_the_op(op, error, message, rand) -> None:
     with pytest.raises(error, match=message):
         op(rand(2, 3))
+
+
+# ---- mg.save ----
+
+@pytest.mark.parametrize("tree, error, message", [
+    ({"w": np.array([1, None], dtype=object)}, TypeError, "w is an array of dtype object"),
+    ({"a": {"b": {1, 2}}}, TypeError, "a/b is a set"),
+    ({"cfg": [1, np.int64(2)]}, TypeError, r"cfg\[1\] is a int64"),
+    ({"cfg": [{"w": np.zeros(2)}]}, TypeError, r"cfg\[0\]\['w'\] is a ndarray"),
+    ({"cfg": [{3: "x"}]}, TypeError, r"cfg\[0\] has the key 3"),
+    ({"cfg": {3: np.zeros(2)}}, ValueError, "key 3 .at cfg/."),
+    ({"": np.zeros(2)}, ValueError, "key ''"),
+    ({"m": {"__json__": 1}}, ValueError, "key '__json__'"),
+], ids=["object array", "set", "numpy int in a list", "array in a list", "int key in JSON", "int key",
+        "empty key", "reserved key"])
+def test_save_refuses_what_load_cannot_read_back_before_writing(tree, error, message, tmp_path) -> None:
+    path = tmp_path / "ckpt.npz"
+    mg.save(path, {"w": np.arange(3.0)})
+    before = path.read_bytes()
+    with pytest.raises(error, match=message):
+        mg.save(path, tree)
+    assert os.listdir(tmp_path) == ["ckpt.npz"] and path.read_bytes() == before
+
+
+def test_save_refuses_a_tree_that_is_not_a_dict(tmp_path) -> None:
+    with pytest.raises(TypeError, match="save: expected a dict, got list"):
+        mg.save(tmp_path / "x.npz", [np.zeros(2)])
+
+
+def test_tuples_and_special_floats_round_trip(tmp_path) -> None:
+    mg.save(tmp_path / "x.npz", {"cfg": {"betas": (0.9, 0.99), "inf": float("inf"), "s": "é", "n": None}})
+    assert mg.load(tmp_path / "x.npz") == {"cfg": {"betas": [0.9, 0.99], "inf": float("inf"), "s": "é", "n": None}}
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_saved_file_gets_the_users_umask(umask, tmp_path) -> None:
+    """tempfile.mkstemp creates 0600 files, and the rename kept that mode."""
+    previous = os.umask(umask)
+    try:
+        mg.save(tmp_path / "ckpt.npz", {"w": np.zeros(2)})
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(os.stat(tmp_path / "ckpt.npz").st_mode) == 0o666 & ~umask
+
+
+# ---- mg.load of crafted files ----
+
+def _npy(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+def _metadata(tree: object = None) -> bytes:
+    return _npy(np.array(json.dumps({} if tree is None else tree)))
+
+
+CRAFTED = {
+    "path with an empty key": {"a//b.npy": _npy(np.zeros(2)), "__json__.npy": _metadata()},
+    "empty leaf": {"a/.npy": _npy(np.zeros(2)), "__json__.npy": _metadata()},
+    "reserved key inside": {"a/__json__.npy": _npy(np.zeros(2)), "__json__.npy": _metadata()},
+    "through an array": {"m.npy": _npy(np.zeros(2)), "m/w.npy": _npy(np.zeros(2)), "__json__.npy": _metadata()},
+    "through a JSON value": {"m/w.npy": _npy(np.zeros(2)), "__json__.npy": _metadata({"m": 3})},
+    "over a JSON value": {"m.npy": _npy(np.zeros(2)), "__json__.npy": _metadata({"m": 3})},
+    "not an array": {"notes.txt": b"hello", "__json__.npy": _metadata()},
+    "null metadata": {"__json__.npy": _npy(np.array("null"))},
+    "null metadata and an array": {"w.npy": _npy(np.zeros(2)), "__json__.npy": _npy(np.array("null"))},
+    "list metadata": {"__json__.npy": _npy(np.array("[1, 2]"))},
+    "no metadata": {"w.npy": _npy(np.zeros(2))},
+    "absurd header length": {"w.npy": _npy(np.zeros(2))[:8] + b"\xff\xff" + _npy(np.zeros(2))[10:],
+                             "__json__.npy": _metadata()},
+    "absurd shape": {"w.npy": _npy(np.zeros(2)).replace(b"(2,)", b"(99999999999999,)"),
+                     "__json__.npy": _metadata()},
+    "shape larger than the data": {"w.npy": _npy(np.zeros(2)).replace(b"(2,)", b"(9,)  "),
+                                   "__json__.npy": _metadata()},
+    "object array": {"w.npy": _npy(np.array([1, None], dtype=object)), "__json__.npy": _metadata()},
+    "deeply nested metadata": {"__json__.npy": _npy(np.array("[" * 100000 + "]" * 100000))},
+}
+
+
+@pytest.mark.parametrize("name", CRAFTED)
+def test_crafted_files_end_in_the_documented_error(name, tmp_path) -> None:
+    path = tmp_path / "ckpt.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        for entry, data in CRAFTED[name].items():
+            archive.writestr(entry, data)
+    with pytest.raises(ValueError, match="is not a readable minigrad checkpoint"):
+        mg.load(path)
+
+
+def test_unsupported_compression_ends_in_the_documented_error(tmp_path) -> None:
+    path = tmp_path / "ckpt.npz"
+    mg.save(path, {"w": np.zeros(2)})
+    data = bytearray(path.read_bytes())
+    for header in (b"PK\x03\x04", b"PK\x01\x02"):  # local and central headers: compression method 99
+        start = 0
+        while (start := data.find(header, start)) >= 0:
+            offset = start + (8 if header == b"PK\x03\x04" else 10)
+            data[offset:offset + 2] = (99).to_bytes(2, "little")
+            start += 4
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="is not a readable minigrad checkpoint"):
+        mg.load(path)
+
+
+# ---- load_state_dict and the optimizer's ----
+
+def _model() -> nn.Module:
+    mg.manual_seed(0)
+    return nn.Sequential(nn.Linear(3, 4), nn.LayerNorm(4))
+
+
+@pytest.mark.parametrize("bad, message", [
+    (None, "0.bias: a NoneType, not an array"),
+    ([0.0, 0.0, 0.0, 0.0], "0.bias: a list, not an array"),
+    (np.array(["a", "b", "c", "d"]), "0.bias: dtype <U1 is not a number type"),
+    (np.array([1 + 1j] * 4), "0.bias: dtype complex128 is not a number type"),
+    (np.zeros((4, 1)), r"0.bias: saved \(4, 1\), model \(4,\)"),
+], ids=["None", "list", "strings", "complex", "shape"])
+def test_load_state_dict_checks_every_value_before_changing_anything(bad, message) -> None:
+    """A value that failed to convert (strings) raised midway, after earlier parameters had been replaced."""
+    model = _model()
+    before = {k: v.copy() for k, v in model.state_dict().items()}
+    state = {k: v + 1 for k, v in model.state_dict().items()}
+    state["0.bias"] = bad
+    with pytest.raises(ValueError, match=message):
+        model.load_state_dict(state)
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(v, before[k])
+
+
+def test_load_state_dict_converts_numbers_of_another_dtype() -> None:
+    model = _model()
+    state = {k: np.ones(v.shape, dtype=np.int64) for k, v in model.state_dict().items()}
+    model.load_state_dict(state)
+    assert all(v.dtype == mg.float32 and (v == 1).all() for v in model.state_dict().values())
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda s: s["buffers"]["1"].update(m=np.array(["x"] * 4)), "buffer 'm' of parameter 1"),
+    (lambda s: s["buffers"].update({"1": None}), "buffer 'm' of parameter 1"),
+    (lambda s: s.update(lr=[1e-3, "fast"]), "learning rates must be numbers"),
+    (lambda s: s.update(step="7"), "step must be an integer"),
+    (lambda s: s.update(buffers=[]), "'buffers' a dict"),
+], ids=["string buffer", "None buffer", "string lr", "string step", "buffers not a dict"])
+def test_optimizer_load_state_dict_checks_before_changing_anything(change, message) -> None:
+    """A string buffer raised after the step count and learning rates had been replaced."""
+    model = _model()
+    opt = optim.AdamW(optim.decay_groups(model.named_parameters(), 0.1), lr=1e-3)
+    saved = opt.state_dict()
+    saved["step"], saved["lr"] = 5, [0.5, 0.5]
+    change(saved)
+    with pytest.raises(ValueError, match=message):
+        opt.load_state_dict(saved)
+    assert opt.step_count == 0 and [g["lr"] for g in opt.param_groups] == [1e-3, 1e-3]
