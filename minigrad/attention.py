@@ -14,7 +14,7 @@ from typing import Any
 
 from minigrad import backend, elementwise  # the module, not its names: any import order works
 from minigrad.shapes import _aux_array
-from minigrad.tensor import Function, Tensor
+from minigrad.tensor import Function, Tensor, _check_float
 
 # ---- the causal mask ----
 
@@ -107,6 +107,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     rest scaled by 1 / (1 - dropout_p); pass 0.0 when not training, as in PyTorch.
     """
     op = "scaled_dot_product_attention"
+    _check_float(op, query)
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2 or query.shape[-1] != key.shape[-1] \
             or key.shape[-2] != value.shape[-2]:
         raise ValueError(f"{op}: query {query.shape}, key {key.shape}, value {value.shape} do not fit "

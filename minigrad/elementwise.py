@@ -17,7 +17,15 @@ from typing import Any
 
 from minigrad import backend
 from minigrad.shapes import _aux_array
-from minigrad.tensor import DEFAULT_FLOAT, Function, Tensor, _as_array, _check_same_device_and_dtype, _number_kind
+from minigrad.tensor import (
+    DEFAULT_FLOAT,
+    Function,
+    Tensor,
+    _as_array,
+    _as_float,
+    _check_same_device_and_dtype,
+    _number_kind,
+)
 
 
 def unbroadcast(dx: Any, shape: tuple[int, ...]) -> Any:
@@ -58,12 +66,6 @@ def _with_number(op: str, x: Tensor, value: Any) -> tuple[Tensor, Tensor]:
     kind = _number_kind(op, value)
     dtype = x.dtype if _KIND_RANK[kind] <= _KIND_RANK[x.dtype.kind] else _KIND_DEFAULT[kind]
     return x.to(dtype), Tensor._wrap(_as_array(value, dtype, x.device, op), False)
-
-
-def _as_float(x: Tensor) -> Tensor:
-    """x itself if it is floating point, else x as float32 (the default float): exp, log, ... and true
-    division of integers give float32, as in PyTorch, not NumPy's float64."""
-    return x if x.dtype.kind == "f" else x.to(DEFAULT_FLOAT)
 
 
 # ---- elementwise: binary (broadcasting like NumPy) ----

@@ -17,7 +17,7 @@ from minigrad import backend
 from minigrad.functional import stable_softmax
 from minigrad.matmul import as_rows
 from minigrad.shapes import _aux_array, _check_range
-from minigrad.tensor import Function, Tensor, _check_float
+from minigrad.tensor import Function, Tensor, _check_float, _number_kind
 
 # ---- cross-entropy ----
 
@@ -129,6 +129,7 @@ def cross_entropy(logits: Tensor, targets: Any, *, ignore_index: int = -100, red
     op = "cross_entropy"
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    _number_kind(op, label_smoothing)  # None or a string: a TypeError that names cross_entropy
     if not 0 <= label_smoothing <= 1:
         raise ValueError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
     _check_float(op, logits)

@@ -101,6 +101,7 @@ def rms_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | 
     """Divide by the root mean square over the last axes, those of `normalized_shape`, then scale by
     `weight` (of that shape), as torch.nn.functional.rms_norm; eps=None means the dtype's machine
     epsilon (numpy.finfo(dtype).eps), as in PyTorch."""
+    _check_float("rms_norm", x)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if not shape or x.shape[x.ndim - len(shape):] != shape:
         raise ValueError(f"rms_norm: normalized_shape {shape} is not the trailing shape of an input of shape {x.shape}")

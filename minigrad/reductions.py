@@ -17,7 +17,7 @@ import math
 from typing import Any
 
 from minigrad import backend
-from minigrad.tensor import Function, Tensor, _check_float
+from minigrad.tensor import Function, Tensor, _as_float, _check_float
 
 # ---- reductions ----
 
@@ -196,7 +196,7 @@ class LogSumExp(Function):
 
 def logsumexp(x: Tensor, axis: Any, keepdims: bool = False) -> Tensor:
     """log(sum(exp(x))) over `axis` (required, as in torch.logsumexp), without overflow."""
-    return LogSumExp.apply(x, axis=_axes_with_values("logsumexp", x, axis), keepdims=keepdims)
+    return LogSumExp.apply(_as_float(x), axis=_axes_with_values("logsumexp", x, axis), keepdims=keepdims)
 
 
 class Cumsum(Function):

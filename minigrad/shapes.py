@@ -46,12 +46,12 @@ class Transpose(Function):
 
 
 def reshape(x: Tensor, *shape: int) -> Tensor:
-    return Reshape.apply(x, shape=_tuple_arg(shape))
+    return Reshape.apply(x, shape=_tuple_arg("reshape", shape))
 
 
 def transpose(x: Tensor, *axes: int) -> Tensor:
     """Permute the axes (all reversed when none are given, as x.T)."""
-    axes = _tuple_arg(axes)
+    axes = _tuple_arg("transpose", axes)
     if not axes:
         axes = tuple(reversed(range(x.ndim)))
     in_range = all(hasattr(a, "__index__") and -x.ndim <= a < x.ndim for a in axes)  # else `a % ndim` would wrap 5 to 1
@@ -186,6 +186,9 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Tensors of one shape, stacked along a new axis at `dim` (in [-ndim - 1, ndim]), as torch.stack."""
     if not tensors:
         raise ValueError("stack: need at least one tensor")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"stack: item {i} is a {type(t).__name__}, not a tensor")
     if len({t.shape for t in tensors}) > 1:
         raise ValueError(f"stack: tensors must have one shape, got {', '.join(str(t.shape) for t in tensors)}")
     return Stack.apply(*tensors, dim=_dim("stack", dim, tensors[0].ndim + 1))
@@ -218,13 +221,13 @@ def split(x: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) 
     size does not divide), or of the listed sizes, which must add up to the axis's size."""
     d = _dim("split", dim, x.ndim)
     n = x.shape[d]
-    if isinstance(split_size_or_sections, int):
+    if hasattr(split_size_or_sections, "__index__"):  # an int: the size of each piece
         size = split_size_or_sections
         if size < 0 or (size == 0 and n):
             raise ValueError(f"split: split_size must be positive, got {size} for dim {dim} of size {n}")
         sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
     else:
-        sizes = list(split_size_or_sections)
+        sizes = list(_tuple_arg("split", (split_size_or_sections,)))
         if any(s < 0 for s in sizes) or sum(sizes) != n:
             raise ValueError(f"split: sizes {sizes} do not add up to {n}, the size of dim {dim} of a tensor "
                              f"of shape {x.shape}")
@@ -294,7 +297,7 @@ class Expand(Function):
 def expand(x: Tensor, *sizes: int) -> Tensor:
     """x repeated along its axes of size 1 without copying, as torch's Tensor.expand: -1 keeps an
     axis's size, and new axes may be added in front."""
-    sizes = _tuple_arg(sizes)
+    sizes = _tuple_arg("expand", sizes)
     lead = len(sizes) - x.ndim
     shape = tuple(x.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
     if lead < 0 or any(s < 0 for s in shape) or any(n not in (1, shape[lead + i]) for i, n in enumerate(x.shape)):
@@ -321,7 +324,7 @@ class Repeat(Function):
 def repeat(x: Tensor, *sizes: int) -> Tensor:
     """x copied sizes[i] times along axis i, as torch's Tensor.repeat (numpy.tile): extra leading
     sizes add new axes in front."""
-    sizes = _tuple_arg(sizes)
+    sizes = _tuple_arg("repeat", sizes)
     if len(sizes) < x.ndim or any(s < 0 for s in sizes):
         raise ValueError(f"repeat: sizes {sizes} for a tensor of shape {x.shape}: need one size >= 0 per axis "
                          "at least")

@@ -142,6 +142,12 @@ def _check_same_device_and_dtype(op: str, inputs: Sequence[Tensor]) -> None:
         raise TypeError(f"{op.lower()}: inputs have different dtypes ({where}); convert with .to(dtype)")
 
 
+def _as_float(x: Tensor) -> Tensor:
+    """x itself if it is floating point, else x as float32 (the default float): exp, log, ... and true
+    division of integers give float32, as in PyTorch, not NumPy's float64."""
+    return x if x.dtype.kind == "f" else x.to(DEFAULT_FLOAT)
+
+
 def _check_float(op: str, x: Tensor) -> None:
     """Refuse an integer or bool tensor where only floats make sense (mean, softmax, ...), as PyTorch does."""
     if x.dtype.kind != "f":
@@ -330,7 +336,7 @@ class Tensor:
     def expand(self, *sizes: int) -> Tensor: return shapes.expand(self, *sizes)
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor: return shapes.flatten(self, start_dim, end_dim)
     def unflatten(self, dim: int, sizes) -> Tensor: return shapes.unflatten(self, dim, sizes)
-    def flip(self, *dims: int) -> Tensor: return shapes.flip(self, _tuple_arg(dims))
+    def flip(self, *dims: int) -> Tensor: return shapes.flip(self, _tuple_arg("flip", dims))
     def tril(self, diagonal: int = 0) -> Tensor: return shapes.tril(self, diagonal)
     def triu(self, diagonal: int = 0) -> Tensor: return shapes.triu(self, diagonal)
     def repeat(self, *sizes: int) -> Tensor: return shapes.repeat(self, *sizes)
@@ -478,12 +484,12 @@ def tensor(data: Any, requires_grad: bool = False, dtype: DType | None = None, d
 
 
 def zeros(*shape: int, dtype: DType = np.float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
-    data = backend.module_for(device).zeros(_tuple_arg(shape), dtype=_number_dtype("zeros", dtype))
+    data = backend.module_for(device).zeros(_tuple_arg("zeros", shape), dtype=_number_dtype("zeros", dtype))
     return Tensor._wrap(data, False).requires_grad_(requires_grad)
 
 
 def ones(*shape: int, dtype: DType = np.float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
-    data = backend.module_for(device).ones(_tuple_arg(shape), dtype=_number_dtype("ones", dtype))
+    data = backend.module_for(device).ones(_tuple_arg("ones", shape), dtype=_number_dtype("ones", dtype))
     return Tensor._wrap(data, False).requires_grad_(requires_grad)
 
 
@@ -528,7 +534,7 @@ def randn(*shape: int, dtype: DType = np.float32, device: str = "cpu", requires_
     dtype = _number_dtype("randn", dtype)
     if dtype.kind != "f":
         raise TypeError(f"randn: dtype must be floating point, got {dtype}")
-    data = backend.generator(device).standard_normal(_tuple_arg(shape), dtype=dtype)
+    data = backend.generator(device).standard_normal(_tuple_arg("randn", shape), dtype=dtype)
     return Tensor._wrap(data, False).requires_grad_(requires_grad)
 
 
@@ -544,9 +550,12 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: DTyp
     return Tensor._wrap(backend.module_for(device).arange(start, stop, step, dtype=dtype), False)
 
 
-def _tuple_arg(args: tuple) -> tuple:
-    """f(2, 3) and f((2, 3)) both give (2, 3): shapes (zeros, reshape) and axes (transpose)."""
-    return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+def _tuple_arg(op: str, args: tuple) -> tuple[int, ...]:
+    """f(2, 3) and f((2, 3)) both give (2, 3): shapes (zeros, reshape) and axes (transpose), integers."""
+    values = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+    if not all(hasattr(v, "__index__") for v in values):  # an int, not 2.0, "2" or None
+        raise TypeError(f"{op}: expected integers, got {values}")
+    return values
 
 
 # the op modules need Tensor and Function, defined above

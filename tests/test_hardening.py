@@ -208,11 +208,12 @@ def test_mean_over_an_empty_axis_is_nan(shape, axis, device) -> None:
     assert grad(x).shape == shape
 
 
-def test_max_along_a_non_empty_axis_of_an_empty_tensor(device) -> None:
+@pytest.mark.parametrize("op", ["max", "min", "argmax", "argmin", "logsumexp"])
+def test_reductions_along_a_non_empty_axis_of_an_empty_tensor(op, device) -> None:
     """(0, 3) has a maximum along axis 1 (for each of its no rows), as in NumPy and PyTorch; none along axis 0."""
-    assert mg.zeros(0, 3, device=device).max(axis=1).shape == (0,)
-    with pytest.raises(ValueError, match=r"max: tensor of shape \(0, 3\) is empty along axis 0"):
-        mg.zeros(0, 3, device=device).max(axis=0)
+    assert getattr(mg.zeros(0, 3, device=device), op)(axis=1).shape == (0,)
+    with pytest.raises(ValueError, match=rf"{op}: tensor of shape \(0, 3\) is empty along axis 0"):
+        getattr(mg.zeros(0, 3, device=device), op)(axis=0)
 
 
 @pytest.mark.parametrize("op", [F.softmax, F.log_softmax], ids=["softmax", "log_softmax"])
@@ -254,7 +255,8 @@ def test_softmax_of_a_scalar_matches_torch(name) -> None:
 def test_reductions_of_a_scalar_take_axis_0_and_minus_1(device) -> None:
     """As in PyTorch, a 0-d tensor has one axis to name: x.sum(axis=0) is x."""
     x = scalar(1.25, device)
-    for reduce in ("sum", "mean", "max"):
+    assert x.argmax(0).item() == 0 and x.argmin(-1).item() == 0
+    for reduce in ("sum", "mean", "max", "min", "prod", "logsumexp", "cumsum"):
         assert getattr(x, reduce)(axis=0).item() == 1.25 and getattr(x, reduce)(axis=-1).item() == 1.25
         with pytest.raises(ValueError, match="axis 1 is out of range"):
             getattr(x, reduce)(axis=1)
@@ -418,6 +420,16 @@ PROMOTIONS = {
     "i + f": lambda i, b, f: i + f,
     "i + True": lambda i, b, f: i + True,
     "sum(b)": lambda i, b, f: b.sum(),
+    "sigmoid(i)": lambda i, b, f: i.sigmoid(),
+    "rsqrt(i)": lambda i, b, f: i.rsqrt(),
+    "sin(b)": lambda i, b, f: b.sin(),
+    "erf(i)": lambda i, b, f: i.erf(),
+    "logsumexp(i)": lambda i, b, f: i.logsumexp(0),
+    "maximum(i, 1.5)": lambda i, b, f: i.maximum(f * 0 + 1.5),
+    "where(b, i, 0.5)": lambda i, b, f: i.where(b, 0.5),
+    "clamp(i, max=2.5)": lambda i, b, f: i.clamp(max=2.5),
+    "clamp(i, max=2)": lambda i, b, f: i.clamp(max=2),
+    "abs(i)": lambda i, b, f: i.abs(),
 }
 
 
@@ -431,7 +443,8 @@ def _operands(device: str):
 def test_promotion_gives_pytorchs_dtype_and_values(name, device) -> None:
     """int * 0.5 was refused; int / int and exp(int) gave float64 instead of the default float32."""
     expected_dtype = {"i < 1.5": mg.bool_, "b + b": mg.bool_, "i + 2": mg.int64, "i ** 2": mg.int64,
-                      "b * 2": mg.int64, "i + True": mg.int64, "sum(b)": mg.int64}.get(name, mg.float32)
+                      "b * 2": mg.int64, "i + True": mg.int64, "sum(b)": mg.int64, "clamp(i, max=2)": mg.int64,
+                      "abs(i)": mg.int64}.get(name, mg.float32)
     y = PROMOTIONS[name](*_operands(device))
     assert y.dtype == expected_dtype
     if torch is not None:
@@ -460,8 +473,11 @@ def test_same_kind_different_dtypes_are_still_refused_with_one_message(rand) -> 
 
 
 @pytest.mark.parametrize("op", [F.softmax, F.log_softmax, F.gelu, F.layer_norm, lambda x: F.dropout(x, 0.5),
-                                lambda x: F.cross_entropy(x.reshape(1, 3), [0]), lambda x: x.mean()],
-                         ids=["softmax", "log_softmax", "gelu", "layer_norm", "dropout", "cross_entropy", "mean"])
+                                lambda x: F.cross_entropy(x.reshape(1, 3), [0]), lambda x: x.mean(), F.silu,
+                                F.leaky_relu, lambda x: F.rms_norm(x, 3), lambda x: x.var(),
+                                lambda x: F.scaled_dot_product_attention(*[x.reshape(1, 1, 3)] * 3)],
+                         ids=["softmax", "log_softmax", "gelu", "layer_norm", "dropout", "cross_entropy", "mean",
+                              "silu", "leaky_relu", "rms_norm", "var", "attention"])
 def test_float_only_functions_refuse_integers(op, device) -> None:
     """As in PyTorch; softmax of an int tensor gave float64."""
     with pytest.raises(TypeError, match="needs a floating-point tensor, got int64"):
@@ -531,13 +547,20 @@ def test_python_number_operand_makes_one_array(monkeypatch) -> None:
 
 @pytest.mark.parametrize("op, error, message", [
     (lambda x: mg.tensor([True]) - mg.tensor([True]), TypeError, "sub: inputs of shapes"),
-    (lambda x: x.reshape(None), TypeError, "reshape: inputs of shapes"),
+    (lambda x: x.reshape(None), TypeError, r"reshape: expected integers, got \(None,\)"),
+    (lambda x: x.reshape(2.0, 3), TypeError, "reshape: expected integers"),
+    (lambda x: mg.zeros("3"), TypeError, "zeros: expected integers"),
+    (lambda x: x.expand(None), TypeError, "expand: expected integers"),
+    (lambda x: x.split("a"), TypeError, "split: expected integers"),
+    (lambda x: mg.stack([x, None]), TypeError, "stack: item 1 is a NoneType"),
+    (lambda x: F.cross_entropy(x, [0, 1], label_smoothing=None), TypeError, "cross_entropy: expected a tensor or a"),
     (lambda x: x.sum(axis="0"), ValueError, "axis '0' is out of range"),
     (lambda x: x.sum(axis=1.0), ValueError, "axis 1.0 is out of range"),
     (lambda x: F.softmax(x, axis=None), ValueError, "softmax: axis None is out of range"),
-    (lambda x: x.transpose("a", "b"), ValueError, "transpose: axes"),
+    (lambda x: x.transpose("a", "b"), TypeError, "transpose: expected integers"),
     (lambda x: F.dropout(x, None), TypeError, "dropout: expected a tensor or a number, got NoneType"),
-], ids=["bool sub", "reshape None", "axis str", "axis float", "softmax axis None", "transpose str", "dropout None"])
+], ids=["bool sub", "reshape None", "reshape float", "zeros str", "expand None", "split str", "stack None",
+        "label_smoothing None", "axis str", "axis float", "softmax axis None", "transpose str", "dropout None"])
 def test_bad_arguments_name_the_op(op, error, message, rand) -> None:
     with pytest.raises(error, match=message):
         op(rand(2, 3))
