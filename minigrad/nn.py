@@ -1,4 +1,4 @@
-"""Layers with parameters: Module, Parameter, Linear, Embedding, LayerNorm, RMSNorm, Dropout, ModuleList,
+"""Layers: Module, Parameter, Linear, Embedding, LayerNorm, RMSNorm, Dropout, GELU, ReLU, ModuleList,
 Sequential.
 
 A Module registers the Parameters and Modules assigned to its attributes, so `named_parameters()`
@@ -203,6 +203,27 @@ class Dropout(Module):
         return F.dropout(x, self.p, self.training)
 
 
+class GELU(Module):
+    """F.gelu as a layer, so that Sequential can hold it: exact (approximate="none", as PyTorch's
+    default) or GPT-2's tanh form (approximate="tanh")."""
+
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.gelu(x, self.approximate)
+
+
+class ReLU(Module):
+    """F.relu as a layer: max(x, 0)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.relu(x)
+
+
 class ModuleList(Module):
     """A list of modules, registered as "0", "1", ..."""
 
@@ -225,7 +246,7 @@ class ModuleList(Module):
 
 
 class Sequential(ModuleList):
-    """Modules applied one after another."""
+    """Modules applied one after another: Sequential(Linear(4, 16), GELU(), Linear(16, 2)) is an MLP."""
 
     def __init__(self, *modules: Module) -> None:
         super().__init__(list(modules))

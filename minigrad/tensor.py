@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -76,6 +76,7 @@ class Function:
 
     parents: tuple[Function | Tensor | None, ...] | None = ()
     needs_input_grad: tuple[bool, ...] = ()
+    _hooks: tuple[Any, ...] = ()  # register_hook / retain_grad on the tensor this node computed
 
     @classmethod
     def apply(cls, *inputs: Tensor, **options: Any) -> Tensor | tuple[Tensor, ...]:
@@ -165,7 +166,7 @@ def _array(value: Any) -> Any:
 class Tensor:
     """An n-dimensional array that can record the operations applied to it for backward()."""
 
-    __slots__ = ("data", "grad", "requires_grad", "_ctx")
+    __slots__ = ("data", "grad", "requires_grad", "_ctx", "_hooks")
     __hash__ = object.__hash__  # == builds a comparison tensor, so hash by identity
     __array_ufunc__ = None  # np.float64(2) * x: NumPy defers to Tensor.__rmul__ instead of making an object array
 
@@ -175,6 +176,7 @@ class Tensor:
         self.grad = None
         self.requires_grad = False
         self._ctx: Function | None = None
+        self._hooks: tuple[Any, ...] = ()
         if requires_grad:
             self.requires_grad_()
 
@@ -182,7 +184,7 @@ class Tensor:
     def _wrap(cls, data: Any, requires_grad: bool) -> Tensor:
         """Fast constructor for op outputs: `data` is already a backend array (or a NumPy scalar)."""
         t = object.__new__(cls)
-        t.data, t.grad, t.requires_grad, t._ctx = _array(data), None, requires_grad, None
+        t.data, t.grad, t.requires_grad, t._ctx, t._hooks = _array(data), None, requires_grad, None, ()
         return t
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -270,6 +272,30 @@ class Tensor:
     def zero_grad(self) -> None:
         self.grad = None
 
+    def register_hook(self, hook: Callable[[Tensor], Any]) -> None:
+        """Call `hook(grad)` when backward() reaches this tensor, with d(loss)/d(self) as a Tensor.
+
+        If the hook returns a tensor (or array) of the same shape, that replaces the gradient: a leaf
+        stores it in .grad, an intermediate result passes it on to what it was computed from. The
+        hook must not change `grad` in place. Hooks run in the order they were registered.
+        """
+        if not self.requires_grad:
+            raise RuntimeError(f"register_hook: this tensor of shape {self.shape} does not require grad, "
+                               "so backward() never reaches it")
+        edge = self._ctx or self  # the graph edge that stands for this tensor: its node, or itself
+        # retain_grad's hook stays last, so .grad shows the gradient after every other hook (as PyTorch)
+        edge._hooks = tuple(sorted((*edge._hooks, hook), key=lambda h: isinstance(h, _RetainGrad)))
+
+    def retain_grad(self) -> None:
+        """Keep d(loss)/d(self) in `.grad` after backward(), also for an intermediate result.
+
+        Leaves keep theirs anyway. Like a leaf's, it accumulates over backward() calls.
+        """
+        if not self.requires_grad:
+            raise RuntimeError(f"retain_grad: this tensor of shape {self.shape} does not require grad")
+        if self._ctx is not None and not any(isinstance(h, _RetainGrad) for h in self._ctx._hooks):
+            self.register_hook(_RetainGrad(self))
+
     # -- operators: each calls one op, so every op can be found by grep --
     def __add__(self, other): return elementwise.add(self, other)
     def __radd__(self, other): return elementwise.add(other, self)
@@ -343,6 +369,17 @@ class Tensor:
     def gather(self, dim: int, index) -> Tensor: return shapes.gather(self, dim, index)
 
 
+class _RetainGrad:
+    """The hook that retain_grad() registers: it stores the gradient in the tensor's .grad."""
+
+    def __init__(self, tensor: Tensor) -> None:
+        self.tensor = tensor  # kept alive by its node's hook, as long as the graph is
+
+    def __call__(self, grad: Tensor) -> None:
+        t = self.tensor
+        t.grad = grad.data.copy() if t.grad is None else _array(t.grad + grad.data)
+
+
 def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
     """Reverse-mode sweep: each node's gradient is complete once every consumer has sent its part.
 
@@ -354,6 +391,8 @@ def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
         dout, owned = grads.pop(id(node), (None, False))
         if dout is None:
             continue
+        if node._hooks:
+            dout, owned = _run_hooks(node, dout), False
         if isinstance(node, Tensor):  # a leaf: accumulate into .grad, which must own its memory
             if node.grad is None:
                 node.grad = dout if owned else dout.copy()
@@ -366,7 +405,7 @@ def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
             if not retain_graph:
                 node.release()
             continue
-        for parent, dx in zip(node.parents, node.backward(dout), strict=True):
+        for parent, dx in zip(node.parents, _input_grads(node, dout), strict=True):
             if parent is None or dx is None:
                 continue
             dx = _array(dx)
@@ -387,6 +426,33 @@ def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
             grads[id(parent)] = (total, True)  # stored again, so a sum that += could not make in place is kept
         if not retain_graph:
             node.release()
+
+
+def _run_hooks(edge: Function | Tensor, dout: Any) -> Any:
+    """The gradient of the tensor `edge` stands for, after its hooks (each may return a replacement)."""
+    for hook in edge._hooks:
+        result = hook(Tensor._wrap(dout, False))
+        if result is not None:
+            new = _array(result.data if isinstance(result, Tensor) else result)
+            if (getattr(new, "shape", None), getattr(new, "dtype", None)) != (dout.shape, dout.dtype) \
+                    or backend.device_of(new) != backend.device_of(dout):
+                raise RuntimeError(f"hook {getattr(hook, '__name__', hook)!r} returned {type(new).__name__} "
+                                   f"{getattr(new, 'shape', '')} {getattr(new, 'dtype', '')} for a gradient of "
+                                   f"shape {dout.shape} and dtype {dout.dtype} on {backend.device_of(dout)}")
+            dout = new
+    return dout
+
+
+def _input_grads(node: Function, dout: Any) -> tuple[Any, ...]:
+    """node.backward(dout), checked: one gradient per input, in a tuple."""
+    dxs = node.backward(dout)
+    name = type(node).__name__
+    if not isinstance(dxs, (tuple, list)):
+        raise TypeError(f"{name}.backward returned a {type(dxs).__name__}, not a tuple with one gradient per "
+                        f"input; for a single input write `return (dx,)`")
+    if len(dxs) != len(node.parents):
+        raise TypeError(f"{name}.backward returned {len(dxs)} gradients for {len(node.parents)} inputs")
+    return dxs
 
 
 def _topological_order(start: Function | Tensor) -> list[Function | Tensor]:
