@@ -448,8 +448,8 @@ def _input_grads(node: Function, dout: Any) -> tuple[Any, ...]:
     dxs = node.backward(dout)
     name = type(node).__name__
     if not isinstance(dxs, (tuple, list)):
-        raise TypeError(f"{name}.backward returned a {type(dxs).__name__}, not a tuple with one gradient per "
-                        f"input; for a single input write `return (dx,)`")
+        raise TypeError(f"{name}.backward returned {type(dxs).__name__} instead of a tuple with one gradient "
+                        f"per input; for a single input write `return (dx,)`")
     if len(dxs) != len(node.parents):
         raise TypeError(f"{name}.backward returned {len(dxs)} gradients for {len(node.parents)} inputs")
     return dxs

@@ -1,4 +1,4 @@
-"""The decoders built on minigrad: attention.py (read it beside the walkthrough), decoder.py, gpt.py, and
+"""The decoders built on minigrad: attention.py (read it beside docs/self-attention.md), decoder.py, gpt.py, and
 llama.py (the GPT with LLaMA's RMSNorm, rotary position embeddings and SwiGLU)."""
 
 from models.attention import KVCache, MultiHeadSelfAttention

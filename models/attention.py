@@ -1,6 +1,6 @@
-"""Multi-head causal self-attention, written in the order of the self-attention walkthrough.
+"""Multi-head causal self-attention, written in the order of docs/self-attention.md.
 
-Read it beside the text: project x to Q, K, V with one matrix; split the heads; step 1 scores
+Read it beside that page: project x to Q, K, V with one matrix; split the heads; step 1 scores
 Q K^T / sqrt(d_k); step 2 causal mask; step 3 softmax; step 4 weighted sum of V; merge the heads;
 output projection. Shapes: B batch, T time, C channels (d_model), nh heads, hs head size (d_k).
 The optional `cache` (KVCache) is the one way in and out besides x: see models/decoder.py.

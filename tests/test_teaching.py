@@ -217,7 +217,7 @@ def test_backward_returning_a_bare_array_names_the_mistake(rand) -> None:
         def backward(self, dout):
             return 2 * self.x * dout  # should be (2 * self.x * dout,)
 
-    with pytest.raises(TypeError, match=r"Square.backward returned a ndarray, not a tuple .*`return \(dx,\)`"):
+    with pytest.raises(TypeError, match=r"Square.backward returned ndarray instead of a tuple .*`return \(dx,\)`"):
         Square.apply(rand(2, 3)).sum().backward()
 
 

@@ -1,0 +1,239 @@
+"""The code in README.md and docs/*.md runs here, so that every number a reader sees is checked.
+
+How those files mark their code blocks (GitHub shows them as ordinary code):
+- ```python blocks run, in order, sharing one namespace per file. A ```text block right after one is
+  what it prints.
+- A ```python block right after a line that ends in "(`path.py`, `Name.method`):" is a quote, not run:
+  each of its lines must appear in that function of that file (a trailing comment may be left out).
+- ```console blocks: a line starting with "$ " is a command, the lines after it what it prints. Only
+  `python train.py` (the default run, trained once per test session) and `python train.py explain ...`
+  are run; other commands belong in plain ``` blocks, which are not run.
+- Expected output: a line "..." stands for any number of lines, "..." inside a line for any text, and
+  blank lines are ignored. Numbers with a decimal point match to 1% plus two units of their last digit,
+  since float32 training rounds differently with another CPU or thread count; the rest matches exactly.
+Every `folder/file` in backticks must exist, and every "`path.py`, `Name`" pair must name a function or class
+defined in that file.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import train
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+QUOTE_SOURCE = re.compile(r"\(`([\w/.-]+\.py)`,\s+`([A-Za-z_][\w.]*)`\):\s*$")
+NAMED_CODE = re.compile(r"`([\w/.-]+\.py)`,\s+`([A-Za-z_][\w.]*)(?:\(\))?`")
+PATH = re.compile(r"`((?:[\w.-]+/)+[\w.-]+\.(?:py|md|ipynb|toml|png|sh))`")  # paths with a folder
+NUMBER = re.compile(r"[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+@dataclass
+class Block:
+    info: str  # the fence's info string: python, text, console, ...
+    code: str
+    line: int  # where the code starts in the file, for messages
+    quote: tuple[str, str] | None = None  # (path, qualified name) for a quoted source block
+    output: Block | None = None  # the ```text block after a python block
+
+
+def blocks(path: Path) -> list[Block]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found: list[Block] = []
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith("```"):
+            i += 1
+            continue
+        info, start = lines[i][3:].strip(), i + 1
+        end = next(j for j in range(start, len(lines)) if lines[j].startswith("```"))
+        paragraph = []  # the text just before the block, for a quote's "(`path.py`, `Name`):"
+        for ln in reversed(lines[:i]):
+            if not ln.strip() and paragraph:
+                break
+            paragraph.insert(0, ln)
+        before = " ".join(paragraph)
+        block = Block(info, "\n".join(lines[start:end]) + "\n", start + 1)
+        if info == "python" and (m := QUOTE_SOURCE.search(before)):
+            block.quote = m.groups()
+        previous = found[-1] if found else None
+        if (info == "text" and previous and previous.info == "python" and previous.quote is None
+                and all(not ln.strip() for ln in lines[previous.line + previous.code.count("\n"):i])):
+            previous.output = block
+        found.append(block)
+        i = end + 1
+    return found
+
+
+# ---- comparing output ----
+
+def _number_tolerance(text: str) -> float:
+    """1% plus two units of the last printed digit for numbers with a point or exponent; 0 for integers."""
+    mantissa, _, exponent = text.lower().partition("e")
+    if "." not in mantissa and not exponent:
+        return 0.0
+    decimals = len(mantissa.partition(".")[2])
+    return 0.01 * abs(float(text.replace(",", ""))) + 2 * 10.0 ** (int(exponent or 0) - decimals)
+
+
+def _line_matches(expected: str, actual: str) -> bool:
+    pattern, numbers = [], []
+    for piece in re.split(r"(\.\.\.|" + NUMBER.pattern + r"|\s+)", expected.strip()):
+        if not piece:
+            continue
+        if piece == "...":
+            pattern.append(".*?")
+        elif piece.isspace():
+            pattern.append(r"\s+")
+        elif NUMBER.fullmatch(piece):
+            pattern.append(f"({NUMBER.pattern})")
+            numbers.append(piece)
+        else:
+            pattern.append(re.escape(piece))
+    m = re.fullmatch("".join(pattern), actual.strip())
+    if m is None:
+        return False
+    for want, got in zip(numbers, m.groups(), strict=True):
+        w, g = float(want.replace(",", "")), float(got.replace(",", ""))
+        if abs(w - g) > _number_tolerance(want):
+            return False
+    return True
+
+
+def output_matches(expected: str, actual: str) -> bool:
+    want = [ln for ln in expected.splitlines() if ln.strip()]
+    got = [ln for ln in actual.splitlines() if ln.strip()]
+
+    def match(i: int, j: int) -> bool:
+        if i == len(want):
+            return j == len(got)
+        if want[i].strip() == "...":
+            return any(match(i + 1, k) for k in range(j, len(got) + 1))
+        return j < len(got) and _line_matches(want[i], got[j]) and match(i + 1, j + 1)
+
+    return match(0, 0)
+
+
+def test_output_matching_rules() -> None:
+    assert output_matches("loss 0.1632  acc 97.22%", "loss 0.1641  acc 97.50%")
+    assert not output_matches("loss 0.1632", "loss 0.1700")
+    assert not output_matches("position 5", "position 6")  # integers match exactly
+    assert output_matches("a\n...\nz", "a\nb\nc\nz") and output_matches("a\n...\nz", "a\nz")
+    assert not output_matches("a\n...\nz", "a\nb")
+    assert output_matches("tokens_per_s=...", "tokens_per_s=19225")
+    assert not output_matches("weight 99.7%", "weight 97.1%")
+    assert output_matches("-0.0%", "0.0%") and output_matches("1.2e-10", "1.21e-10")
+
+
+# ---- running a file's blocks ----
+
+@pytest.fixture(scope="session")
+def default_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """`python train.py` once per session: (the folder it saved its model in, what it printed)."""
+    out = tmp_path_factory.mktemp("default_run")
+    return out, run_train_py([], out)
+
+
+def run_train_py(args: list[str], out: Path) -> str:
+    """train.main(args) in this process (no interpreter start-up), with --out pointing at `out`."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        status = train.main([*args, "--out", str(out)])
+    assert status == 0, f"python train.py {shlex.join(args)} ended with status {status}:\n{printed.getvalue()}"
+    return printed.getvalue()
+
+
+def run_console(block: Block, where: str, default_run: tuple[Path, str]) -> None:
+    commands: list[tuple[str, list[str]]] = []  # (command, expected output lines)
+    for line in block.code.splitlines():
+        if line.startswith("$ "):
+            commands.append((line[2:], []))
+        else:
+            assert commands, f"{where}: a console block starts with `$ command`"
+            commands[-1][1].append(line)
+    out, trained = default_run
+    for command, expected in commands:
+        argv = shlex.split(command)
+        assert argv[:2] == ["python", "train.py"] and argv[2:3] in ([], ["explain"]), (
+            f"{where}: only `python train.py` and `python train.py explain` run here; "
+            f"put `{command}` in a plain ``` block")
+        actual = trained if len(argv) == 2 else run_train_py(argv[2:], out)
+        assert output_matches("\n".join(expected), actual), (
+            f"{where}: `{command}` printed\n{actual}\nwhich does not match the file's\n" + "\n".join(expected))
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_code_blocks_run_and_print_what_the_file_shows(path: Path, request: pytest.FixtureRequest) -> None:
+    namespace: dict = {"__name__": f"doc:{path.name}"}
+    for block in blocks(path):
+        where = f"{path.relative_to(ROOT)}, line {block.line}"
+        if block.info == "python" and block.quote is None:
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                exec(compile(block.code, where, "exec"), namespace)
+            if block.output is not None:
+                assert output_matches(block.output.code, printed.getvalue()), (
+                    f"{where} printed\n{printed.getvalue()}\nwhich does not match the file's\n{block.output.code}")
+        elif block.info == "console":
+            run_console(block, where, request.getfixturevalue("default_run"))
+
+
+# ---- code quoted and named ----
+
+def _definition(path: Path, qualname: str) -> ast.AST | None:
+    """The function or class `qualname` ("Class.method", "function", "Class") defined in `path`."""
+    node: ast.AST = ast.parse(path.read_text(encoding="utf-8"))
+    for name in qualname.split("."):
+        node = next((n for n in ast.iter_child_nodes(node) if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+                     and n.name == name), None)
+        if node is None:
+            return None
+    return node
+
+
+def _without_comment(line: str) -> str:
+    return re.sub(r"\s+#.*$", "", line).strip()
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_quoted_code_is_in_the_function_named(path: Path) -> None:
+    for block in blocks(path):
+        if block.quote is None:
+            continue
+        file, qualname = block.quote
+        where = f"{path.relative_to(ROOT)}, line {block.line}"
+        assert (ROOT / file).is_file(), f"{where}: quotes {file}, which does not exist"
+        node = _definition(ROOT / file, qualname)
+        assert node is not None, f"{where}: {file} defines no {qualname}"
+        source = (ROOT / file).read_text(encoding="utf-8").splitlines()[node.lineno - 1:node.end_lineno]
+        known = {ln.strip() for ln in source} | {_without_comment(ln) for ln in source}
+        for line in block.code.splitlines():
+            assert not line.strip() or line.strip() in known, (
+                f"{where}: `{line.strip()}` is not (any longer) in {qualname} in {file}")
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_files_and_functions_named_exist(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    for name in PATH.findall(text):
+        assert (ROOT / name).exists(), f"{path.name} names `{name}`, which does not exist"
+    for file, qualname in NAMED_CODE.findall(text):
+        assert _definition(ROOT / file, qualname) is not None, f"{path.name}: {file} defines no {qualname}"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_notebooks_are_stored_without_outputs(path: Path) -> None:
+    """A reader runs them; stored outputs would go stale and hide what the code computes now."""
+    for i, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+        if cell["cell_type"] == "code":
+            assert not cell["outputs"] and cell["execution_count"] is None, f"{path.name}: cell {i} has outputs"
