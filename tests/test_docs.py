@@ -33,7 +33,7 @@ import train
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 QUOTE_SOURCE = re.compile(r"\(`([\w/.-]+\.py)`,\s+`([A-Za-z_][\w.]*)`\):\s*$")
-NAMED_CODE = re.compile(r"`([\w/.-]+\.py)`,\s+`([A-Za-z_][\w.]*)(?:\(\))?`")
+NAMED_CODE = re.compile(r"`([\w/.-]+\.py)`,\s+`(?![\w/.-]+\.(?:py|md|ipynb|toml|sh)`)([A-Za-z_][\w.]*)(?:\(\))?`")
 PATH = re.compile(r"`((?:[\w.-]+/)+[\w.-]+\.(?:py|md|ipynb|toml|png|sh))`")  # paths with a folder
 NUMBER = re.compile(r"[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
