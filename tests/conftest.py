@@ -1,9 +1,17 @@
-"""Shared fixtures: `device` reruns a test on "cpu" and "cuda" (skipped where no GPU is found), and
-`rand` builds seeded float64 inputs on that device. Results are compared as NumPy arrays
-(`backend.to_numpy`), so the same test body runs unchanged on both backends.
+"""Shared fixtures: `device` reruns a test on "cpu" and "cuda", and `rand` builds seeded float64 inputs
+on that device. Results are compared as NumPy arrays (`backend.to_numpy`), so the same test body runs
+unchanged on both backends.
+
+A test that needs a GPU carries the `cuda` mark (the `device` fixture's "cuda" case carries it too), so
+`pytest -k cuda` selects them all. Where no GPU is found they skip, with a reason; with
+MINIGRAD_REQUIRE_CUDA=1 (scripts/gpu_check.sh sets it) they fail instead, so a run on a GPU machine
+cannot pass by skipping. Tests meant for machines without a GPU (the error `--device cuda` gives
+there) carry no mark: they skip on a GPU machine either way.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -12,12 +20,21 @@ import minigrad as mg
 from minigrad import backend
 
 NO_CUDA_REASON = "device 'cuda': minigrad.backend.cuda_available() is False (CuPy not installed or no GPU found)"
+REQUIRE_CUDA = "MINIGRAD_REQUIRE_CUDA"
 
 
-@pytest.fixture(params=["cpu", "cuda"])
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before any fixture of a test marked `cuda`: skip it where no GPU is found, or fail it if one is required."""
+    if item.get_closest_marker("cuda") is None or backend.cuda_available():
+        return
+    if os.environ.get(REQUIRE_CUDA) == "1":
+        pytest.fail(f"{REQUIRE_CUDA}=1, but {NO_CUDA_REASON}", pytrace=False)
+    pytest.skip(NO_CUDA_REASON)
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
 def device(request: pytest.FixtureRequest) -> str:
-    if request.param == "cuda" and not backend.cuda_available():
-        pytest.skip(NO_CUDA_REASON)
     return request.param
 
 

@@ -219,7 +219,7 @@ def test_check_device_cuda_without_gpu() -> None:
         backend.module_for("cuda")
 
 
-@pytest.mark.skipif(not backend.cuda_available(), reason="needs a GPU")
+@pytest.mark.cuda
 def test_check_device_cuda_with_gpu() -> None:
     assert backend.check_device("cuda") == "cuda"
 

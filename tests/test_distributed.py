@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from minigrad import backend, distributed
-from tests.conftest import NO_CUDA_REASON
+from minigrad import distributed
 from tests.distributed_worker import inputs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,9 +50,8 @@ def test_all_reduce_sums_over_ranks(tmp_path, device):
 
 
 @needs_mpi
+@pytest.mark.cuda
 def test_gpu_arrays_through_host_memory_without_nccl(tmp_path):
-    if not backend.cuda_available():
-        pytest.skip(NO_CUDA_REASON)
     expected = [a + b for a, b in zip(inputs(0), inputs(1), strict=True)]
     for rank in run_worker(tmp_path, "all_reduce", "--device", "cuda", "--staged"):
         assert not rank["nccl"]
