@@ -24,7 +24,7 @@ from minigrad.attention import causal_mask, scaled_dot_product_attention
 from minigrad.elementwise import _sigmoid, sigmoid
 from minigrad.matmul import linear, matmul
 from minigrad.normalization import layer_norm, rms_norm
-from minigrad.shapes import _aux_array, _check_range, concatenate
+from minigrad.shapes import _aux_array, _check_range, _indices_in_range, concatenate
 from minigrad.tensor import Function, Tensor, _as_array, _check_float, _number_kind
 
 __all__ = ["matmul", "linear", "softmax", "log_softmax", "masked_fill", "causal_mask", "layer_norm",
@@ -142,10 +142,9 @@ class EmbeddingFunction(Function):
 
 def embedding(weight: Tensor, indices: Any) -> Tensor:
     """Rows of `weight` (num, dim) picked by integer `indices` of any shape: (*indices.shape, dim)."""
-    indices = _aux_array("embedding", indices, weight, "iu")
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be (num, dim), got shape {weight.shape}")
-    _check_range("embedding", indices, weight.shape[0], "index")
+    indices = _indices_in_range("embedding", indices, weight, weight.shape[0], "index")
     return EmbeddingFunction.apply(weight, indices=indices)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from minigrad import backend
 from minigrad.functional import stable_softmax
 from minigrad.matmul import as_rows
-from minigrad.shapes import _aux_array, _check_range
+from minigrad.shapes import _aux_array, _indices_in_range
 from minigrad.tensor import Function, Tensor, _check_float, _number_kind
 
 # ---- cross-entropy ----
@@ -136,10 +136,10 @@ def cross_entropy(logits: Tensor, targets: Any, *, ignore_index: int = -100, red
     if logits.ndim == 0:
         raise ValueError(f"{op}: logits must have a class axis, got shape {logits.shape}")
     if not (isinstance(targets, Tensor) and targets.dtype.kind == "f"):  # a float Tensor keeps its graph edge
-        targets = _aux_array(op, targets, logits, "iuf")
+        targets = _aux_array(op, targets, logits, "iuf", moved=False)  # still where it came from
     if targets.dtype.kind == "f" and targets.shape == logits.shape:
         if not isinstance(targets, Tensor):
-            targets = Tensor._wrap(targets.astype(logits.dtype, copy=False), False)
+            targets = Tensor._wrap(backend.to_device(targets, logits.device).astype(logits.dtype, copy=False), False)
         return SoftCrossEntropyFunction.apply(logits, targets, smoothing=label_smoothing, reduction=reduction)
     if targets.dtype.kind == "f":
         raise TypeError(f"{op}: targets must be integer class indices of shape {logits.shape[:-1]} or class "
@@ -147,7 +147,7 @@ def cross_entropy(logits: Tensor, targets: Any, *, ignore_index: int = -100, red
     if targets.shape != logits.shape[:-1]:
         raise ValueError(f"{op}: targets of shape {targets.shape} for logits of shape {logits.shape}; "
                          f"expected {logits.shape[:-1]}")
-    _check_range(op, targets, logits.shape[-1], "target", ignore_index)
+    targets = _indices_in_range(op, targets, logits, logits.shape[-1], "target", ignore_index)
     targets = targets.reshape(-1)
     counted = targets != ignore_index
     return CrossEntropyFunction.apply(logits, targets=targets * counted,  # ignored rows: any valid class, zeroed

@@ -103,15 +103,29 @@ def _index_array(i: Any, device: str) -> Any:
     return i
 
 
-def _aux_array(op: str, value: Any, like: Tensor, kinds: str) -> Any:
+def _aux_array(op: str, value: Any, like: Tensor, kinds: str, moved: bool = True) -> Any:
     """An index, mask or target argument as an array on `like`'s device, with a dtype of one of `kinds`.
-    NumPy arrays and lists are moved there; a tensor on another device is refused, as an input would be."""
+    NumPy arrays and lists are moved there (moved=False: left where they are, a list on the host); a
+    tensor on another device is refused, as an input would be."""
     if isinstance(value, Tensor) and value.device != like.device:
         raise RuntimeError(f"{op}: tensor of shape {value.shape} is on {value.device}, input on {like.device}")
-    value = _as_array(value, None, like.device, op)
+    value = _as_array(value, None, like.device if moved else None, op)
     if value.dtype.kind not in kinds:
         raise TypeError(f"{op}: expected {'integer' if 'i' in kinds else 'boolean'} values, got dtype {value.dtype}")
     return value
+
+
+def _indices_in_range(op: str, value: Any, like: Tensor, n: int, what: str, ignore: int | None = None) -> Any:
+    """Integer indices (token ids, targets) as an array on `like`'s device, refused if any lies outside
+    [0, n) other than `ignore`.
+
+    They are checked where they come from: indices from the host (lists, NumPy: train.py's batches)
+    before they are copied, so a GPU step does not wait for the check; indices already on the GPU
+    there, with one readback (the answer to "any out of range?").
+    """
+    indices = _aux_array(op, value, like, "iu", moved=False)
+    _check_range(op, indices, n, what, ignore)
+    return backend.to_device(indices, like.device)
 
 
 def _check_range(op: str, indices: Any, n: int, what: str, ignore: int | None = None) -> None:
@@ -119,7 +133,7 @@ def _check_range(op: str, indices: Any, n: int, what: str, ignore: int | None = 
     bad = (indices < 0) | (indices >= n)
     if ignore is not None:
         bad &= indices != ignore
-    if bad.any():
+    if bad.any():  # the one readback where the indices live on the GPU
         where = tuple(int(i[0]) for i in bad.nonzero())
         raise IndexError(f"{op}: {what} {int(indices[where])} at position {where} is out of range [0, {n})")
 
@@ -403,9 +417,9 @@ def gather(x: Tensor, dim: int, index: Any) -> Tensor:
     """Values of x picked along `dim` by integer `index`, as torch.gather: index has x's number of
     axes, no larger than x's along the others, and the result has index's shape."""
     d = _dim("gather", dim, x.ndim)
-    index = _aux_array("gather", index, x, "iu")
+    index = _aux_array("gather", index, x, "iu", moved=False)  # still where it came from: see _indices_in_range
     if index.ndim != x.ndim or any(m > n for i, (m, n) in enumerate(zip(index.shape, x.shape, strict=True)) if i != d):
         raise ValueError(f"gather: index of shape {index.shape} for a tensor of shape {x.shape} along dim {dim}: "
                          "it needs as many axes, none larger than the tensor's except along dim")
-    _check_range("gather", index, x.shape[d], "index")
+    index = _indices_in_range("gather", index, x, x.shape[d], "index")
     return Gather.apply(x, index=index, dim=d)

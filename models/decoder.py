@@ -91,9 +91,10 @@ class DecoderModel(nn.Module):
     starts with `token_ids`. This class adds the protocol's two users, trace_attention and generate."""
 
     def token_ids(self, idx: Any, caches: list[KVCache] | None, start: int) -> Any:
-        """idx as a (B, T) integer array on the model's device, checked with the caches against the protocol."""
+        """idx as a (B, T) integer array, checked with the caches against the protocol. It stays where it
+        came from: the token embedding range-checks NumPy ids on the host, then copies them to the device."""
         name = type(self).__name__
-        idx = _token_array(idx, self.wte.weight.device, name)
+        idx = _token_array(idx, name)
         T = idx.shape[1]
         if start + T > self.config.block_size:
             raise ValueError(f"{name}: sequence of length {start + T} is longer than "
@@ -125,7 +126,7 @@ class DecoderModel(nn.Module):
         With the cache, each new token runs the model on one position. Past block_size tokens the
         window slides, every position changes, and the cache cannot help: those steps recompute.
         """
-        idx = backend.to_numpy(_token_array(idx, "cpu", type(self).__name__))
+        idx = backend.to_numpy(_token_array(idx, type(self).__name__))
         if temperature < 0 or max_new_tokens < 0:
             raise ValueError(f"generate: need temperature >= 0 and max_new_tokens >= 0, got {temperature}, "
                              f"{max_new_tokens}")
@@ -142,9 +143,9 @@ class DecoderModel(nn.Module):
         return idx
 
 
-def _token_array(idx: Any, device: str, name: str) -> Any:
-    """idx as a 2-D integer array on `device`, or a clear error."""
-    data = _as_array(idx, None, device, name)
+def _token_array(idx: Any, name: str) -> Any:
+    """idx as a 2-D integer array, on the device it came from (NumPy for a list), or a clear error."""
+    data = _as_array(idx, None, None, name)
     if data.ndim != 2 or data.dtype.kind not in "iu" or data.shape[1] == 0:
         raise ValueError(f"{name}: expected token ids of shape (B, T) with T >= 1 and an integer dtype, "
                          f"got shape {data.shape} and dtype {data.dtype}")

@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from minigrad import backend, nn
+import numpy as np
+
 from minigrad import functional as F
+from minigrad import nn
 from minigrad.tensor import Tensor
 from models.attention import KVCache
 from models.decoder import IGNORE_INDEX, DecoderBlock, DecoderConfig, DecoderModel
@@ -46,8 +48,8 @@ class GPT(DecoderModel):
         """
         idx = self.token_ids(idx, caches, start)
         T = idx.shape[1]
-        xp = backend.get_array_module(idx)
-        x = self.wte(idx) + self.wpe(xp.arange(start, start + T))  # (B, T, C)
+        # ids and positions from the host are range-checked there by F.embedding, then copied to the device
+        x = self.wte(idx) + self.wpe(np.arange(start, start + T))  # (B, T, C)
         x = self.drop(x)
         for i, block in enumerate(self.blocks):
             x = block(x, None if caches is None else caches[i])  # (B, T, C)

@@ -174,7 +174,7 @@ def test_unknown_device() -> None:
         mg.tensor([1.0], device="tpu")
 
 
-@pytest.mark.skipif(not backend.cuda_available(), reason="needs a GPU: mixes a 'cpu' and a 'cuda' tensor")
+@pytest.mark.cuda  # mixes a 'cpu' and a 'cuda' tensor
 def test_mixed_devices() -> None:
     a, b = mg.tensor([1.0, 2.0]), mg.tensor([1.0, 2.0], device="cuda")
     for op in (lambda: a + b, lambda: a * b, lambda: F.concatenate([a, b]), lambda: a < b):
@@ -184,12 +184,19 @@ def test_mixed_devices() -> None:
 
 # ---- indices, targets, masks, parameters ----
 
+# indices are checked where they are: NumPy arrays and lists on the host, before they are copied to the
+# device; tensors on the device itself
+AS = {"numpy": lambda a, device: a, "list": lambda a, device: a.tolist(),
+      "tensor": lambda a, device: mg.tensor(a, device=device)}
+
+
+@pytest.mark.parametrize("given_as", AS)
 @pytest.mark.parametrize("bad, where", [(7, (1, 2)), (-1, (0, 1))])
-def test_cross_entropy_target_out_of_range(rand, bad, where) -> None:
+def test_cross_entropy_target_out_of_range(rand, device, bad, where, given_as) -> None:
     targets = np.array([[1, 0, 4], [2, 2, 3]])
     targets[where] = bad
     with pytest.raises(IndexError, match=shapes("cross_entropy", f"target {bad}", f"position {where}", "[0, 5)")):
-        F.cross_entropy(rand(2, 3, 5), targets)
+        F.cross_entropy(rand(2, 3, 5), AS[given_as](targets, device))
 
 
 def test_cross_entropy_ignore_index_is_not_out_of_range_but_others_are(rand) -> None:
@@ -212,12 +219,13 @@ def test_cross_entropy_float_targets(rand) -> None:
         F.cross_entropy(rand(2, 5), np.array([0.0, 1.0]))
 
 
+@pytest.mark.parametrize("given_as", AS)
 @pytest.mark.parametrize("bad, where", [(5, (1, 0)), (-2, (0, 2))])
-def test_embedding_index_out_of_range(rand, bad, where) -> None:
+def test_embedding_index_out_of_range(rand, device, bad, where, given_as) -> None:
     indices = np.array([[0, 2, 0], [4, 2, 2]])
     indices[where] = bad
     with pytest.raises(IndexError, match=shapes("embedding", f"index {bad}", f"position {where}", "[0, 5)")):
-        F.embedding(rand(5, 3), indices)
+        F.embedding(rand(5, 3), AS[given_as](indices, device))
 
 
 def test_embedding_weight_not_2d(rand) -> None:
