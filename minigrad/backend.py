@@ -87,9 +87,13 @@ def to_numpy(array: Array) -> np.ndarray:
 
 
 def scatter_add(target: Array, indices: Any, values: Array) -> None:
-    """target[indices] += values, with repeated indices accumulating (unlike plain `+=`)."""
+    """target[indices] += values, with repeated indices accumulating (unlike plain `+=`).
+
+    On the GPU the additions are atomic, in whatever order the threads run, so float sums over repeated
+    indices (embedding gradients) can differ in the last bits from run to run.
+    """
     if device_of(target) == "cuda":
-        cupyx.scatter_add(target, indices, values)
+        cupy.add.at(target, indices, values)  # not cupyx.scatter_add: deprecated in CuPy 14
     elif getattr(indices, "ndim", None) == 1 and indices.size:
         # speed: rows of an embedding. np.add.at goes row by row, so sort the indices instead and sum
         # each run of equal ones with a single reduceat
