@@ -5,6 +5,8 @@
 #
 #   OUT=/some/folder bash scripts/gpu_check.sh    # one NAME.log per step in $OUT (default: a new temporary folder)
 #
+# $OUT gets the 7 logs and bench.json, nothing else; the runs' checkpoints go to a temporary folder.
+#
 #   step       limit  what
 #   env          35s  versions of numpy, cupy and torch; does torch see CUDA; one CuPy elementwise kernel
 #                     and one cupy.add.at, checked against the right answer
@@ -30,8 +32,9 @@ set -uo pipefail  # no -e: a failed step is recorded, and the next one runs
 cd "$(dirname "$0")/.." || exit 1
 out="${OUT:-$(mktemp -d -t gpu_check.XXXXXX)}"
 mkdir -p "$out" || exit 1
+work="$(mktemp -d -t gpu_check_runs.XXXXXX)" || exit 1
 PYTHON="${PYTHON:-python3}"
-export out PYTHON PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export out work PYTHON PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 check_env() {
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || echo "nvidia-smi failed"
@@ -81,13 +84,13 @@ check_gradcheck() {
 
 check_curves() {
     local status=0
-    "$PYTHON" scripts/compare_curves.py --dtype float32 --out "$out/curves-float32" || status=1
-    "$PYTHON" scripts/compare_curves.py --dtype float64 --out "$out/curves-float64" || status=1
+    "$PYTHON" scripts/compare_curves.py --dtype float32 --out "$work/curves-float32" || status=1
+    "$PYTHON" scripts/compare_curves.py --dtype float64 --out "$work/curves-float64" || status=1
     return "$status"
 }
 
 check_resume() {
-    local run=(--device cuda --out "$out/run") resumed
+    local run=(--device cuda --out "$work/run") resumed
     "$PYTHON" train.py --dropout 0.1 --steps 20 --samples 0 --no-explain "${run[@]}" || return
     resumed=$("$PYTHON" train.py --resume --steps 40 --samples 2 "${run[@]}") || { echo "$resumed"; return 1; }
     echo "$resumed"
@@ -98,7 +101,7 @@ check_resume() {
 
 check_explain() {
     local explained
-    explained=$("$PYTHON" train.py explain --device cuda --out "$out/run") || { echo "$explained"; return 1; }
+    explained=$("$PYTHON" train.py explain --device cuda --out "$work/run") || { echo "$explained"; return 1; }
     echo "$explained"
     grep -q "^Attention in layer" <<< "$explained" || { echo "FAIL: no explanation printed"; return 1; }
 }
