@@ -13,8 +13,10 @@ import math
 from typing import Any
 
 from minigrad import backend, elementwise  # the module, not its names: any import order works
+from minigrad.dims import broadcasts_to
+from minigrad.dtypes import check_float
 from minigrad.shapes import _aux_array
-from minigrad.tensor import Function, Tensor, _check_float
+from minigrad.tensor import Function, Tensor
 
 # ---- the causal mask ----
 
@@ -51,7 +53,8 @@ class ScaledDotProductAttentionFunction(Function):
             self.mask_shape = float_mask[0].shape
         if hidden is not None:
             xp.copyto(s, xp.asarray(-math.inf, dtype=s.dtype), where=hidden)
-        m = s.max(axis=-1, keepdims=True)
+        # each row's largest score; with no keys (S = 0) there is none, and the output is zeros, as in PyTorch
+        m = s.max(axis=-1, keepdims=True) if s.shape[-1] else xp.zeros(s.shape[:-1] + (1,), dtype=s.dtype)
         masked = hidden is not None or bool(float_mask)
         if masked:  # a query that may see no key: its row is all -inf; exp(-inf - 0) = 0, not NaN
             xp.copyto(m, 0, where=m == -math.inf)
@@ -107,7 +110,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     rest scaled by 1 / (1 - dropout_p); pass 0.0 when not training, as in PyTorch.
     """
     op = "scaled_dot_product_attention"
-    _check_float(op, query)
+    check_float(op, query)
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2 or query.shape[-1] != key.shape[-1] \
             or key.shape[-2] != value.shape[-2]:
         raise ValueError(f"{op}: query {query.shape}, key {key.shape}, value {value.shape} do not fit "
@@ -143,10 +146,6 @@ def _mask(op: str, attn_mask: Any, query: Tensor, scores: tuple[int, ...]) -> tu
             raise TypeError(f"{op}: attn_mask must be boolean (True: may attend) or float (added to the scores), "
                             f"got dtype {mask.dtype}")
         attn_mask = mask if mask.dtype.kind == "b" else Tensor._wrap(mask.astype(query.dtype, copy=False), False)
-    try:
-        fits = backend.broadcast_shapes(attn_mask.shape, scores) == scores
-    except ValueError:
-        fits = False
-    if not fits:
+    if not broadcasts_to(attn_mask.shape, scores):
         raise ValueError(f"{op}: attn_mask of shape {attn_mask.shape} does not broadcast to the scores' shape {scores}")
     return (None, (attn_mask,)) if isinstance(attn_mask, Tensor) else (~attn_mask, ())

@@ -5,9 +5,6 @@ cos, erf, clamp, and cast for Tensor.to).
 Each primitive is a Function with forward and backward side by side and its derivative in the
 docstring; the lowercase function below it is what Tensor's operators call. One `unbroadcast` serves
 every binary op.
-Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
-elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
-torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
 """
 
 from __future__ import annotations
@@ -16,16 +13,9 @@ import math
 from typing import Any
 
 from minigrad import backend
+from minigrad.dtypes import DEFAULT_FLOAT, as_float, check_same_device_and_dtype, number_kind
 from minigrad.shapes import _aux_array
-from minigrad.tensor import (
-    DEFAULT_FLOAT,
-    Function,
-    Tensor,
-    _as_array,
-    _as_float,
-    _check_same_device_and_dtype,
-    _number_kind,
-)
+from minigrad.tensor import Function, Tensor, _as_array
 
 
 def unbroadcast(dx: Any, shape: tuple[int, ...]) -> Any:
@@ -63,7 +53,7 @@ def as_operands(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
 
 def _with_number(op: str, x: Tensor, value: Any) -> tuple[Tensor, Tensor]:
     """x and a Python or NumPy number as tensors of their common dtype; the number becomes one 0-d array."""
-    kind = _number_kind(op, value)
+    kind = number_kind(op, value)
     dtype = x.dtype if _KIND_RANK[kind] <= _KIND_RANK[x.dtype.kind] else _KIND_DEFAULT[kind]
     return x.to(dtype), Tensor._wrap(_as_array(value, dtype, x.device, op), False)
 
@@ -151,14 +141,19 @@ class Pow(Function):
 def add(a: Any, b: Any) -> Tensor: return Add.apply(*as_operands("add", a, b))
 def sub(a: Any, b: Any) -> Tensor: return Sub.apply(*as_operands("sub", a, b))
 def mul(a: Any, b: Any) -> Tensor: return Mul.apply(*as_operands("mul", a, b))
-def div(a: Any, b: Any) -> Tensor: return Div.apply(*map(_as_float, as_operands("div", a, b)))
+def div(a: Any, b: Any) -> Tensor: return Div.apply(*map(as_float, as_operands("div", a, b)))
 def pow(a: Any, b: Any) -> Tensor: return Pow.apply(*as_operands("pow", a, b))
 
 
-def compare(op: str, a: Any, b: Any) -> Tensor:
-    """a < b, a == b, ...: a boolean tensor, outside the graph (comparisons have no gradient)."""
+def compare(op: str, a: Tensor, b: Any) -> Tensor:
+    """a < b, a == b, ...: a boolean tensor, outside the graph (comparisons have no gradient).
+
+    a == b and a != b with a b that is neither a tensor, a number nor an array (None, a string, a list)
+    give NotImplemented, so that Python answers False and True, as it does for PyTorch's tensors."""
+    if op in ("eq", "ne") and not isinstance(b, (Tensor, bool, int, float)) and not hasattr(b, "dtype"):
+        return NotImplemented
     a, b = as_operands(op, a, b)
-    _check_same_device_and_dtype(op, (a, b))
+    check_same_device_and_dtype(op, (a, b))
     ufunc = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal", "eq": "equal",
              "ne": "not_equal"}[op]
     return Tensor._wrap(getattr(backend.get_array_module(a.data), ufunc)(a.data, b.data), False)
@@ -232,10 +227,10 @@ class Cast(Function):
 
 
 def neg(x: Tensor) -> Tensor: return Neg.apply(x)
-def exp(x: Tensor) -> Tensor: return Exp.apply(_as_float(x))
-def log(x: Tensor) -> Tensor: return Log.apply(_as_float(x))
-def sqrt(x: Tensor) -> Tensor: return Sqrt.apply(_as_float(x))
-def tanh(x: Tensor) -> Tensor: return Tanh.apply(_as_float(x))
+def exp(x: Tensor) -> Tensor: return Exp.apply(as_float(x))
+def log(x: Tensor) -> Tensor: return Log.apply(as_float(x))
+def sqrt(x: Tensor) -> Tensor: return Sqrt.apply(as_float(x))
+def tanh(x: Tensor) -> Tensor: return Tanh.apply(as_float(x))
 def cast(x: Tensor, dtype: Any) -> Tensor: return Cast.apply(x, dtype=dtype)
 
 
@@ -320,12 +315,12 @@ class Erf(Function):
         return (dout * _TWO_OVER_SQRT_PI * backend.get_array_module(dout).exp(-self.x * self.x),)
 
 
-def sigmoid(x: Tensor) -> Tensor: return Sigmoid.apply(_as_float(x))
+def sigmoid(x: Tensor) -> Tensor: return Sigmoid.apply(as_float(x))
 def abs(x: Tensor) -> Tensor: return Abs.apply(x)
-def rsqrt(x: Tensor) -> Tensor: return Rsqrt.apply(_as_float(x))
-def sin(x: Tensor) -> Tensor: return Sin.apply(_as_float(x))
-def cos(x: Tensor) -> Tensor: return Cos.apply(_as_float(x))
-def erf(x: Tensor) -> Tensor: return Erf.apply(_as_float(x))
+def rsqrt(x: Tensor) -> Tensor: return Rsqrt.apply(as_float(x))
+def sin(x: Tensor) -> Tensor: return Sin.apply(as_float(x))
+def cos(x: Tensor) -> Tensor: return Cos.apply(as_float(x))
+def erf(x: Tensor) -> Tensor: return Erf.apply(as_float(x))
 
 
 class Maximum(Function):
@@ -396,8 +391,8 @@ def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tens
         raise ValueError("clamp: give at least one of min and max")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         raise TypeError("clamp: the bounds must be numbers; for tensor bounds use mg.maximum and mg.minimum")
-    if any(v is not None and _number_kind("clamp", v) == "f" for v in (min, max)):
-        x = _as_float(x)  # int_tensor.clamp(0.5) is float32, as in PyTorch
+    if any(v is not None and number_kind("clamp", v) == "f" for v in (min, max)):
+        x = as_float(x)  # int_tensor.clamp(0.5) is float32, as in PyTorch
     low, high = (None if v is None else _as_array(v, x.dtype, x.device, "clamp") for v in (min, max))
     return Clamp.apply(x, low=low, high=high)
 

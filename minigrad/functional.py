@@ -1,17 +1,12 @@
 """Neural-network functions, imported as F: softmax, log_softmax, masked_fill, embedding, one_hot,
 gelu, relu, leaky_relu, silu, dropout here; linear (matmul.py), layer_norm and rms_norm
 (normalization.py), cross_entropy (losses.py), scaled_dot_product_attention and causal_mask
-(attention.py), concatenate (shapes.py) and sigmoid (elementwise.py) re-exported beside them, as
-torch.nn.functional offers them.
+(attention.py), sigmoid and tanh (elementwise.py) re-exported beside them, as torch.nn.functional
+offers them.
 
 Each is one Function with a closed-form backward, rather than a chain of exp/sum/div nodes: fewer
 temporaries, fewer graph nodes, and numerically stable (softmax subtracts the row maximum).
 Shapes: B batch, T time, C channels, V vocabulary; N = all leading dimensions flattened.
-Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
-elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
-torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
-The Function classes of the latter end in Function (LinearFunction, as in PyTorch's autograd docs), so none
-shares its name with an nn layer (nn.Linear); tensor math keeps bare names (Add, MatMul).
 """
 
 from __future__ import annotations
@@ -21,15 +16,17 @@ from typing import Any
 
 from minigrad import backend
 from minigrad.attention import causal_mask, scaled_dot_product_attention
-from minigrad.elementwise import _sigmoid, sigmoid
-from minigrad.matmul import linear, matmul
+from minigrad.dims import as_axes, broadcasts_to, numpy_aliases
+from minigrad.dtypes import check_float, number_kind
+from minigrad.elementwise import _sigmoid, sigmoid, tanh
+from minigrad.matmul import linear
 from minigrad.normalization import layer_norm, rms_norm
-from minigrad.shapes import _aux_array, _check_range, _indices_in_range, concatenate
-from minigrad.tensor import Function, Tensor, _as_array, _check_float, _number_kind
+from minigrad.shapes import _aux_array, _check_range, _indices_in_range
+from minigrad.tensor import Function, Tensor, _as_array
 
-__all__ = ["matmul", "linear", "softmax", "log_softmax", "masked_fill", "causal_mask", "layer_norm",
-           "cross_entropy", "embedding", "gelu", "relu", "dropout", "concatenate", "sigmoid", "silu", "leaky_relu",
-           "rms_norm", "scaled_dot_product_attention", "one_hot"]
+__all__ = ["linear", "softmax", "log_softmax", "masked_fill", "causal_mask", "layer_norm", "cross_entropy",
+           "embedding", "gelu", "relu", "dropout", "sigmoid", "tanh", "silu", "leaky_relu", "rms_norm",
+           "scaled_dot_product_attention", "one_hot"]
 
 
 # ---- softmax, log_softmax ----
@@ -73,24 +70,25 @@ class LogSoftmaxFunction(Function):
         return (dout - xp.exp(self.y) * dout.sum(axis=self.axis, keepdims=True),)
 
 
-def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    return _over_axis(SoftmaxFunction, "softmax", x, axis)
+@numpy_aliases
+def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return _along(SoftmaxFunction, "softmax", x, dim)
 
 
-def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
-    return _over_axis(LogSoftmaxFunction, "log_softmax", x, axis)
+@numpy_aliases
+def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return _along(LogSoftmaxFunction, "log_softmax", x, dim)
 
 
-def _over_axis(fn: type[Function], op: str, x: Tensor, axis: int) -> Tensor:
-    """fn along `axis`, checked. A 0-d tensor is a row of one (axis 0 or -1), as in PyTorch: softmax 1."""
-    _check_float(op, x)
-    if not hasattr(axis, "__index__") or not -(x.ndim or 1) <= axis < (x.ndim or 1):
-        raise ValueError(f"{op}: axis {axis!r} is out of range for a tensor of shape {x.shape}")
+def _along(fn: type[Function], op: str, x: Tensor, dim: int) -> Tensor:
+    """fn along `dim`, checked. A 0-d tensor is a row of one (dim 0 or -1), as in PyTorch: softmax 1."""
+    check_float(op, x)
+    along = as_axes(op, dim, x.shape, one=True)
     if x.ndim == 0:
         return fn.apply(x.reshape(1), axis=0).reshape(())
     if x.size == 0:  # nothing to normalise: an empty result (NumPy's max of no values would raise)
         return x.reshape(x.shape)
-    return fn.apply(x, axis=axis)
+    return fn.apply(x, axis=along[0])
 
 
 # ---- masking ----
@@ -113,14 +111,10 @@ class MaskedFillFunction(Function):
 
 def masked_fill(x: Tensor, mask: Any, value: float) -> Tensor:
     """x with `value` where the boolean `mask` (broadcast to x's shape) is True."""
-    if _number_kind("masked_fill", value) == "f" and x.dtype.kind != "f":
+    if number_kind("masked_fill", value) == "f" and x.dtype.kind != "f":
         raise TypeError(f"masked_fill: float value {value} for a {x.dtype} tensor of shape {x.shape}")
     mask = _aux_array("masked_fill", mask, x, "b")
-    try:
-        fits = backend.broadcast_shapes(mask.shape, x.shape) == x.shape
-    except ValueError:  # NumPy's own message would not say which op
-        fits = False
-    if not fits:
+    if not broadcasts_to(mask.shape, x.shape):
         raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's {x.shape}")
     return MaskedFillFunction.apply(x, mask=mask, value=_as_array(value, x.dtype, x.device, "masked_fill"))
 
@@ -140,11 +134,15 @@ class EmbeddingFunction(Function):
         return (dw,)
 
 
-def embedding(weight: Tensor, indices: Any) -> Tensor:
-    """Rows of `weight` (num, dim) picked by integer `indices` of any shape: (*indices.shape, dim)."""
+def embedding(input: Any, weight: Tensor) -> Tensor:
+    """Rows of `weight` (num, dim) picked by integer indices `input` of any shape: (*input.shape, dim).
+    The indices come first, as in torch.nn.functional.embedding."""
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"embedding: weight must be a tensor, got {type(weight).__name__}; the indices come first, "
+                        "as in PyTorch: F.embedding(input, weight)")
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be (num, dim), got shape {weight.shape}")
-    indices = _indices_in_range("embedding", indices, weight, weight.shape[0], "index")
+    indices = _indices_in_range("embedding", input, weight, weight.shape[0], "index")
     return EmbeddingFunction.apply(weight, indices=indices)
 
 
@@ -224,7 +222,7 @@ class ReluFunction(Function):
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     """GELU, x Phi(x): exact with erf (approximate="none", PyTorch's default) or GPT-2's tanh form
     (approximate="tanh", faster, within about 5e-4 of it), as torch.nn.functional.gelu."""
-    _check_float("gelu", x)
+    check_float("gelu", x)
     if approximate == "none":
         return GeluErfFunction.apply(x)
     if approximate == "tanh":
@@ -249,7 +247,7 @@ class LeakyReluFunction(Function):
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
-    _check_float("leaky_relu", x)  # an int64 slope of 0.01 would be 0
+    check_float("leaky_relu", x)  # an int64 slope of 0.01 would be 0
     return LeakyReluFunction.apply(x, negative_slope=negative_slope)
 
 
@@ -266,7 +264,7 @@ class SiluFunction(Function):
 
 
 def silu(x: Tensor) -> Tensor:
-    _check_float("silu", x)
+    check_float("silu", x)
     return SiluFunction.apply(x)
 
 
@@ -286,10 +284,10 @@ class DropoutFunction(Function):
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     """Zero each element with probability p and scale the rest by 1/(1-p); identity when not training."""
-    _number_kind("dropout", p)  # None or a string: a TypeError that names dropout
+    number_kind("dropout", p)  # None or a string: a TypeError that names dropout
     if not 0 <= p <= 1:
         raise ValueError(f"dropout: probability must be in [0, 1], got {p}")
-    _check_float("dropout", x)
+    check_float("dropout", x)
     if not training or p == 0:
         return x
     return DropoutFunction.apply(x, p=p)

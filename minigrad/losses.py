@@ -2,11 +2,6 @@
 backward: integer class indices (dlogits = softmax - the smoothed one-hot) and class probabilities
 (dlogits = softmax * sum(q) - q), each row's term weighted by what the reduction gives it.
 Shapes: N rows (all leading dimensions flattened), V classes (vocabulary), on the last axis.
-Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
-elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
-torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
-The Function classes of the latter end in Function (LinearFunction, as in PyTorch's autograd docs), so none
-shares its name with an nn layer (nn.Linear); tensor math keeps bare names (Add, MatMul).
 """
 
 from __future__ import annotations
@@ -14,10 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from minigrad import backend
+from minigrad.dtypes import check_float, number_kind
 from minigrad.functional import stable_softmax
 from minigrad.matmul import as_rows
 from minigrad.shapes import _aux_array, _indices_in_range
-from minigrad.tensor import Function, Tensor, _check_float, _number_kind
+from minigrad.tensor import Function, Tensor
 
 # ---- cross-entropy ----
 
@@ -129,10 +125,10 @@ def cross_entropy(logits: Tensor, targets: Any, *, ignore_index: int = -100, red
     op = "cross_entropy"
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    _number_kind(op, label_smoothing)  # None or a string: a TypeError that names cross_entropy
+    number_kind(op, label_smoothing)  # None or a string: a TypeError that names cross_entropy
     if not 0 <= label_smoothing <= 1:
         raise ValueError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
-    _check_float(op, logits)
+    check_float(op, logits)
     if logits.ndim == 0:
         raise ValueError(f"{op}: logits must have a class axis, got shape {logits.shape}")
     if not (isinstance(targets, Tensor) and targets.dtype.kind == "f"):  # a float Tensor keeps its graph edge

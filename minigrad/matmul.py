@@ -1,10 +1,5 @@
 """Matrix products: `a @ b` (numpy.matmul semantics, batch dims broadcast) and F.linear
 (x @ w^T + b, PyTorch's weight layout), both computed as one 2-D product over the flattened batch.
-Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
-elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
-torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
-The Function classes of the latter end in Function (LinearFunction, as in PyTorch's autograd docs), so none
-shares its name with an nn layer (nn.Linear); tensor math keeps bare names (Add, MatMul).
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ import numpy as np
 
 from minigrad import backend
 from minigrad import functional as F
-from minigrad.tensor import DType, Tensor, _as_array
+from minigrad.dtypes import DType
+from minigrad.tensor import Tensor, _as_array
 
 
 class Parameter(Tensor):
@@ -160,7 +161,7 @@ class Embedding(Module):
         self.weight = normal((num_embeddings, embedding_dim), std, dtype, device)
 
     def forward(self, indices: Any) -> Tensor:
-        return F.embedding(self.weight, indices)
+        return F.embedding(indices, self.weight)
 
 
 class LayerNorm(Module):
@@ -174,7 +175,7 @@ class LayerNorm(Module):
         self.bias = constant((dim,), 0.0, dtype, device) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.layer_norm(x, self.weight, self.bias, self.eps)
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
 
 
 class RMSNorm(Module):

@@ -1,18 +1,16 @@
-"""Layer normalisation over the last axis and RMS normalisation over the last few, each one Function
+"""Layer normalisation and RMS normalisation over the last axes (PyTorch's normalized_shape), each one Function
 with a closed-form backward. Shapes: N = all leading dimensions flattened, C channels.
-Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
-elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
-torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
-The Function classes of the latter end in Function (LinearFunction, as in PyTorch's autograd docs), so none
-shares its name with an nn layer (nn.Linear); tensor math keeps bare names (Add, MatMul).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from minigrad import backend
-from minigrad.tensor import Function, Tensor, _check_float
+from minigrad.dims import int_tuple
+from minigrad.dtypes import check_float
+from minigrad.tensor import Function, Tensor
 
 # ---- layer norm ----
 
@@ -54,16 +52,37 @@ class LayerNormFunction(Function):
         return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
 
 
-def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    """Normalise over the last axis, then scale by `weight` and shift by `bias` (each of shape (C,))."""
-    _check_float("layer_norm", x)
-    C = x.shape[-1] if x.ndim else None
-    for name, p in (("weight", weight), ("bias", bias)):
-        if p is not None and p.shape != (C,):
-            raise ValueError(f"layer_norm: {name} of shape {p.shape} for an input of shape {x.shape}; expected ({C},)")
+def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over the last axes, those of `normalized_shape`, then scale by `weight` and shift by
+    `bias` (each of that shape), as torch.nn.functional.layer_norm. Several axes are normalised as one
+    axis of their product."""
+    check_float("layer_norm", x)
+    shape = _normalized_shape("layer_norm", normalized_shape, x, weight=weight, bias=bias)
     if bias is not None and weight is None:
         raise ValueError("layer_norm: a bias without a weight is not supported")
+    if len(shape) > 1:
+        n = math.prod(shape)
+        weight, bias = (None if p is None else p.reshape(n) for p in (weight, bias))
+        return layer_norm(x.reshape(x.shape[:x.ndim - len(shape)] + (n,)), n, weight, bias, eps).reshape(x.shape)
     return LayerNormFunction.apply(x, *(p for p in (weight, bias) if p is not None), eps=eps)
+
+
+def _normalized_shape(op: str, normalized_shape: int | Sequence[int], x: Tensor, **params: Tensor | None
+                      ) -> tuple[int, ...]:
+    """normalized_shape as a tuple, checked: the trailing shape of x, and the shape of each parameter given."""
+    if isinstance(normalized_shape, Tensor):
+        raise TypeError(f"{op}: normalized_shape must be an int or a tuple of ints, got a tensor of shape "
+                        f"{normalized_shape.shape}; it comes second, as in PyTorch: "
+                        f"F.{op}(x, normalized_shape, weight)")
+    shape = int_tuple(op, (normalized_shape,))
+    if not shape or x.shape[x.ndim - len(shape):] != shape:
+        raise ValueError(f"{op}: normalized_shape {shape} is not the trailing shape of an input of shape {x.shape}")
+    for name, p in params.items():
+        if p is not None and p.shape != shape:
+            raise ValueError(f"{op}: {name} of shape {p.shape} for normalized_shape {shape} (an input of shape "
+                             f"{x.shape})")
+    return shape
 
 
 # ---- RMS norm ----
@@ -101,12 +120,8 @@ def rms_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | 
     """Divide by the root mean square over the last axes, those of `normalized_shape`, then scale by
     `weight` (of that shape), as torch.nn.functional.rms_norm; eps=None means the dtype's machine
     epsilon (numpy.finfo(dtype).eps), as in PyTorch."""
-    _check_float("rms_norm", x)
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if not shape or x.shape[x.ndim - len(shape):] != shape:
-        raise ValueError(f"rms_norm: normalized_shape {shape} is not the trailing shape of an input of shape {x.shape}")
-    if weight is not None and weight.shape != shape:
-        raise ValueError(f"rms_norm: weight of shape {weight.shape} for normalized_shape {shape}")
+    check_float("rms_norm", x)
+    shape = _normalized_shape("rms_norm", normalized_shape, x, weight=weight)
     if eps is None:
         eps = float(backend.get_array_module(x.data).finfo(x.dtype).eps)
     axes = tuple(range(x.ndim - len(shape), x.ndim))

@@ -1,39 +1,22 @@
-"""Reductions: sum, mean, max, min, var, std, prod, logsumexp over any axes, each gradient broadcast back
+"""Reductions: sum, mean, max, min, var, std, prod, logsumexp over any dims, each gradient broadcast back
 along the reduced axes; cumsum; and argmax, argmin, any, all, which have no gradient.
 
-The arguments follow minigrad's (and NumPy's) spelling, `axis=` and `keepdims=`, where PyTorch says `dim=`
-and `keepdim=`; positional calls read the same in both (x.sum(1), x.var(-1)). Other options keep
-PyTorch's names (`correction=`, `unbiased=`). max and min return the values only, as torch.amax and
+Arguments as PyTorch's (`dim=`, `keepdim=`, `correction=`, `unbiased=`), with NumPy's `axis=` and
+`keepdims=` accepted too, as PyTorch accepts them. max and min return the values only, as torch.amax and
 torch.amin do (not PyTorch's (values, indices) pair); argmax and argmin give the indices.
-
-Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
-elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
-torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+import warnings
 
 from minigrad import backend
-from minigrad.tensor import Function, Tensor, _as_float, _check_float
+from minigrad.dims import Dims, as_axes, numpy_aliases
+from minigrad.dtypes import as_float, check_float
+from minigrad.tensor import Function, Tensor
 
 # ---- reductions ----
-
-def _normalize_axis(axis: Any, ndim: int) -> tuple[int, ...]:
-    """axis=None, an int or a tuple, possibly negative, as a sorted tuple of non-negative ints.
-
-    A 0-d tensor takes axis 0 or -1 as PyTorch does, meaning its one value: no axis to reduce."""
-    axes = range(ndim) if axis is None else axis if isinstance(axis, (tuple, list)) else (axis,)
-    normalized = []
-    for a in axes:
-        if not hasattr(a, "__index__") or not -(ndim or 1) <= a < (ndim or 1):  # an int, not 1.0 or "0"
-            raise ValueError(f"axis {a!r} is out of range for a tensor with {ndim} dimensions")
-        if ndim:
-            normalized.append(a % ndim)
-    return tuple(sorted(normalized))
-
 
 class Sum(Function):
     """y = sum(x, axis);  dx = dout broadcast back along the summed axes"""
@@ -84,45 +67,58 @@ def _count(shape: tuple[int, ...], axis: tuple[int, ...]) -> int:
     return count
 
 
-def sum(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
-    return Sum.apply(x, axis=_normalize_axis(axis, x.ndim), keepdims=keepdims)
+@numpy_aliases
+def sum(x: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    return Sum.apply(x, axis=as_axes("sum", dim, x.shape), keepdims=keepdim)
 
 
-def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+@numpy_aliases
+def mean(x: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
     """sum / count: derived, so it needs no backward of its own."""
-    _check_float("mean", x)
-    axes = _normalize_axis(axis, x.ndim)
-    count = _count(x.shape, axes)
-    return Sum.apply(x, axis=axes, keepdims=keepdims) * (1.0 / count if count else math.nan)  # empty: NaN, as NumPy
+    check_float("mean", x)
+    reduced = as_axes("mean", dim, x.shape)
+    count = _count(x.shape, reduced)
+    return Sum.apply(x, axis=reduced, keepdims=keepdim) * (1.0 / count if count else math.nan)  # empty: NaN, as NumPy
 
 
-def max(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
-    return Max.apply(x, axis=_axes_with_values("max", x, axis), keepdims=keepdims)
+@numpy_aliases
+def max(x: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    return Max.apply(x, axis=_axes_with_values("max", x, dim), keepdims=keepdim)
 
 
-def min(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
-    return Min.apply(x, axis=_axes_with_values("min", x, axis), keepdims=keepdims)
+@numpy_aliases
+def min(x: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    return Min.apply(x, axis=_axes_with_values("min", x, dim), keepdims=keepdim)
 
 
-def _axes_with_values(op: str, x: Tensor, axis: Any) -> tuple[int, ...]:
+def _axes_with_values(op: str, x: Tensor, dim: Dims) -> tuple[int, ...]:
     """The axes of a reduction that has no value for nothing (max, argmax, ...), each of length > 0. An
-    empty tensor is fine along its other axes: (0, 3) has a maximum along axis 1, for each of no rows."""
-    axes = _normalize_axis(axis, x.ndim)
-    for a in axes:
+    empty tensor is fine along its other axes: (0, 3) has a maximum along dim 1, for each of no rows."""
+    reduced = as_axes(op, dim, x.shape)
+    for a in reduced:
         if x.shape[a] == 0:
-            raise ValueError(f"{op}: tensor of shape {x.shape} is empty along axis {a}")
-    return axes
+            raise ValueError(f"{op}: tensor of shape {x.shape} is empty along dim {a}")
+    return reduced
 
 
 # ---- var, std, prod, logsumexp, cumsum ----
 
 class Var(Function):
-    """y = sum((x - mean)^2, axis) / (N - correction);  dx = dout * 2 (x - mean) / (N - correction)"""
+    """y = sum((x - mean)^2, axis) / (N - correction);  dx = dout * 2 (x - mean) / (N - correction)
+
+    With no degrees of freedom (N - correction <= 0) the division is by 0, as in PyTorch: y is inf, or
+    NaN where all x - mean are 0 (one element, or none); dx likewise.
+    """
 
     def forward(self, x, axis, keepdims, correction):
-        self.centered = x - x.mean(axis=axis, keepdims=True)
-        self.axis, self.scale = axis, 1.0 / (_count(x.shape, axis) - correction)
-        y = (self.centered * self.centered).sum(axis=axis, keepdims=True) * self.scale
+        xp, n = backend.get_array_module(x), _count(x.shape, axis)
+        self.centered = x - x.sum(axis=axis, keepdims=True) / (n or 1)  # x - mean; no values: no mean to take
+        self.axis, self.scale = axis, 1.0 / (n - correction) if n > correction else math.inf
+        total = (self.centered * self.centered).sum(axis=axis, keepdims=True)
+        if n > correction:
+            y = total * self.scale
+        else:  # total / 0: inf, or NaN for 0 / 0 (written out, as 0 * inf would also warn)
+            y = xp.where(total > 0, math.inf, math.nan).astype(x.dtype)
         return y if keepdims else y.squeeze(axis)
 
     def backward(self, dout):
@@ -130,27 +126,30 @@ class Var(Function):
         return (dout * self.centered * (2 * self.scale),)
 
 
-def var(x: Tensor, axis: Any = None, *, correction: float | None = None, unbiased: bool | None = None,
-        keepdims: bool = False) -> Tensor:
-    """Variance over `axis`, dividing by N - correction: correction=1 (the default, Bessel's) is the
+@numpy_aliases
+def var(x: Tensor, dim: Dims = None, *, correction: float | None = None, unbiased: bool | None = None,
+        keepdim: bool = False) -> Tensor:
+    """Variance over `dim`, dividing by N - correction: correction=1 (the default, Bessel's) is the
     unbiased estimate, 0 the population variance. unbiased=True / False is PyTorch's older spelling of
-    correction=1 / 0."""
-    _check_float("var", x)
+    correction=1 / 0. With N - correction <= 0 (one element, or none) the result is inf or NaN, with a
+    warning, as in PyTorch."""
+    check_float("var", x)
     if unbiased is not None and correction is not None:
         raise ValueError("var: give correction or unbiased, not both")
     correction = (1 if unbiased is None or unbiased else 0) if correction is None else correction
-    axes = _normalize_axis(axis, x.ndim)
-    n = _count(x.shape, axes)
+    reduced = as_axes("var", dim, x.shape)
+    n = _count(x.shape, reduced)
     if n - correction <= 0:
-        raise ValueError(f"var: {n} element(s) per result (shape {x.shape}, axis {axis}) with correction="
-                         f"{correction} leave no degrees of freedom")
-    return Var.apply(x, axis=axes, keepdims=keepdims, correction=correction)
+        warnings.warn(f"var: {n} element(s) per result (shape {x.shape}, dim {dim}) with correction={correction} "
+                      "leave no degrees of freedom: the result is inf or NaN", RuntimeWarning, stacklevel=3)
+    return Var.apply(x, axis=reduced, keepdims=keepdim, correction=correction)
 
 
-def std(x: Tensor, axis: Any = None, *, correction: float | None = None, unbiased: bool | None = None,
-        keepdims: bool = False) -> Tensor:
+@numpy_aliases
+def std(x: Tensor, dim: Dims = None, *, correction: float | None = None, unbiased: bool | None = None,
+        keepdim: bool = False) -> Tensor:
     """sqrt(var): derived, so dx = dout / (2 std) * d var / dx."""
-    return var(x, axis, correction=correction, unbiased=unbiased, keepdims=keepdims).sqrt()
+    return var(x, dim, correction=correction, unbiased=unbiased, keepdim=keepdim).sqrt()
 
 
 class Prod(Function):
@@ -173,8 +172,9 @@ class Prod(Function):
         return (dout.reshape(rest.shape) * product_of_others,)
 
 
-def prod(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
-    return Prod.apply(x, axis=_normalize_axis(axis, x.ndim), keepdims=keepdims)
+@numpy_aliases
+def prod(x: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    return Prod.apply(x, axis=as_axes("prod", dim, x.shape), keepdims=keepdim)
 
 
 class LogSumExp(Function):
@@ -194,9 +194,10 @@ class LogSumExp(Function):
         return (dout.reshape(self.y.shape) * xp.exp(self.x - self.y),)
 
 
-def logsumexp(x: Tensor, axis: Any, keepdims: bool = False) -> Tensor:
-    """log(sum(exp(x))) over `axis` (required, as in torch.logsumexp), without overflow."""
-    return LogSumExp.apply(_as_float(x), axis=_axes_with_values("logsumexp", x, axis), keepdims=keepdims)
+@numpy_aliases
+def logsumexp(x: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x))) over `dim` (required, as in torch.logsumexp), without overflow."""
+    return LogSumExp.apply(as_float(x), axis=_axes_with_values("logsumexp", x, dim), keepdims=keepdim)
 
 
 class Cumsum(Function):
@@ -211,52 +212,51 @@ class Cumsum(Function):
         return (xp.flip(xp.cumsum(xp.flip(dout, self.axis), axis=self.axis), self.axis),)
 
 
-def cumsum(x: Tensor, axis: int) -> Tensor:
-    axes = _normalize_axis(_one_axis("cumsum", axis), x.ndim)
-    return Cumsum.apply(x, axis=axes[0]) if axes else x.reshape(())  # a 0-d x: its one value
-
-
-def _one_axis(op: str, axis: Any) -> int:
-    if not hasattr(axis, "__index__"):
-        raise TypeError(f"{op}: axis must be one int, got {axis!r}")
-    return axis
+@numpy_aliases
+def cumsum(x: Tensor, dim: int) -> Tensor:
+    along = as_axes("cumsum", dim, x.shape, one=True)
+    return Cumsum.apply(x, axis=along[0]) if along else x.reshape(())  # a 0-d x: its one value
 
 
 # ---- argmax, argmin, any, all: no gradient ----
 
-def argmax(x: Tensor, axis: int | None = None, keepdims: bool = False) -> Tensor:
-    """int64 index of the largest value along `axis` (the first one on ties); axis=None: the index into
+@numpy_aliases
+def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """int64 index of the largest value along `dim` (the first one on ties); dim=None: the index into
     the flattened tensor. Outside the graph."""
-    return _index_of("argmax", x, axis, keepdims)
+    return _index_of("argmax", x, dim, keepdim)
 
 
-def argmin(x: Tensor, axis: int | None = None, keepdims: bool = False) -> Tensor:
-    """int64 index of the smallest value along `axis`; as argmax."""
-    return _index_of("argmin", x, axis, keepdims)
+@numpy_aliases
+def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """int64 index of the smallest value along `dim`; as argmax."""
+    return _index_of("argmin", x, dim, keepdim)
 
 
-def _index_of(op: str, x: Tensor, axis: int | None, keepdims: bool) -> Tensor:
-    axes = _axes_with_values(op, x, None if axis is None else _one_axis(op, axis))
-    if axis is None or not axes:  # all axes, or a 0-d x; keepdims then keeps every axis, as 1 (as PyTorch)
+def _index_of(op: str, x: Tensor, dim: int | None, keepdim: bool) -> Tensor:
+    along = _axes_with_values(op, x, None if dim is None else as_axes(op, dim, x.shape, one=True))
+    if dim is None or not along:  # all axes, or a 0-d x; keepdim then keeps every axis, as 1 (as PyTorch)
         index = getattr(x.data.reshape(-1), op)()
-        shape = (1,) * x.ndim if keepdims else ()
+        shape = (1,) * x.ndim if keepdim else ()
     else:
-        index = getattr(x.data, op)(axis=axes[0])
-        shape = _kept_shape(x.shape, axes) if keepdims else index.shape
+        index = getattr(x.data, op)(axis=along[0])
+        shape = _kept_shape(x.shape, along) if keepdim else index.shape
     return Tensor._wrap(backend.get_array_module(x.data).asarray(index, dtype="int64").reshape(shape), False)
 
 
-def any(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
-    """True where some element along `axis` is nonzero: a boolean tensor, outside the graph."""
-    return _logical("any", x, axis, keepdims)
+@numpy_aliases
+def any(x: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    """True where some element along `dim` is nonzero: a boolean tensor, outside the graph."""
+    return _logical("any", x, dim, keepdim)
 
 
-def all(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
-    """True where every element along `axis` is nonzero: a boolean tensor, outside the graph."""
-    return _logical("all", x, axis, keepdims)
+@numpy_aliases
+def all(x: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    """True where every element along `dim` is nonzero: a boolean tensor, outside the graph."""
+    return _logical("all", x, dim, keepdim)
 
 
-def _logical(op: str, x: Tensor, axis: Any, keepdims: bool) -> Tensor:
-    axes = _normalize_axis(axis, x.ndim)
-    y = getattr(x.data, op)(axis=axes, keepdims=True)  # keepdims: an array, never a NumPy scalar
-    return Tensor._wrap(y if keepdims else y.squeeze(axes), False)
+def _logical(op: str, x: Tensor, dim: Dims, keepdim: bool) -> Tensor:
+    reduced = as_axes(op, dim, x.shape)
+    y = getattr(x.data, op)(axis=reduced, keepdims=True)  # keepdims: an array, never a NumPy scalar
+    return Tensor._wrap(y if keepdim else y.squeeze(reduced), False)

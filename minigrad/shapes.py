@@ -1,11 +1,7 @@
-"""Shape and indexing: reshape, transpose, x[index], concatenate, and the checks that turn index and
-mask arguments into arrays on the right device. Their backward passes move gradients back to where
-the values came from. Then PyTorch's shape ops with PyTorch's names and arguments (dim, not axis):
-stack, split (one node with several outputs), chunk, squeeze, unsqueeze, expand, flatten, unflatten,
-flip, tril, triu, repeat and gather.
-Where an op lives: tensor math that PyTorch offers as torch.X / Tensor.X sits by kind in
-elementwise.py, reductions.py, shapes.py and matmul.py; neural-network functions that PyTorch places in
-torch.nn.functional sit in functional.py, normalization.py and losses.py (all re-exported as F).
+"""Shape and indexing: reshape, transpose, x[index], cat (concatenate), stack, split (one node with
+several outputs), chunk, squeeze, unsqueeze, expand, flatten, unflatten, flip, tril, triu, repeat and
+gather, with PyTorch's names and arguments; and the checks that turn index and mask arguments into
+arrays on the right device. Their backward passes move gradients back to where the values came from.
 """
 
 from __future__ import annotations
@@ -16,7 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from minigrad import backend, elementwise  # the module, not its names: any import order works
-from minigrad.tensor import Function, Tensor, _as_array, _tuple_arg
+from minigrad.dims import as_axes, as_axis, int_tuple, numpy_aliases
+from minigrad.tensor import Function, Tensor, _as_array
 
 # ---- shape ----
 
@@ -46,18 +43,16 @@ class Transpose(Function):
 
 
 def reshape(x: Tensor, *shape: int) -> Tensor:
-    return Reshape.apply(x, shape=_tuple_arg("reshape", shape))
+    return Reshape.apply(x, shape=int_tuple("reshape", shape))
 
 
 def transpose(x: Tensor, *axes: int) -> Tensor:
     """Permute the axes (all reversed when none are given, as x.T)."""
-    axes = _tuple_arg("transpose", axes)
-    if not axes:
-        axes = tuple(reversed(range(x.ndim)))
-    in_range = all(hasattr(a, "__index__") and -x.ndim <= a < x.ndim for a in axes)  # else `a % ndim` would wrap 5 to 1
-    if not in_range or len(axes) != x.ndim or sorted(a % x.ndim for a in axes) != list(range(x.ndim)):
-        raise ValueError(f"transpose: axes {axes} are not a permutation of a tensor with {x.ndim} dimensions")
-    return Transpose.apply(x, axes=tuple(a % x.ndim for a in axes))
+    order = int_tuple("transpose", axes) or tuple(reversed(range(x.ndim)))
+    in_range = all(-x.ndim <= a < x.ndim for a in order)  # else `a % ndim` would wrap 5 to 1
+    if not in_range or len(order) != x.ndim or sorted(a % x.ndim for a in order) != list(range(x.ndim)):
+        raise ValueError(f"transpose: axes {order} are not a permutation of a tensor with {x.ndim} dimensions")
+    return Transpose.apply(x, axes=tuple(a % x.ndim for a in order))
 
 
 # ---- indexing ----
@@ -111,8 +106,12 @@ def _aux_array(op: str, value: Any, like: Tensor, kinds: str, moved: bool = True
         raise RuntimeError(f"{op}: tensor of shape {value.shape} is on {value.device}, input on {like.device}")
     value = _as_array(value, None, like.device if moved else None, op)
     if value.dtype.kind not in kinds:
-        raise TypeError(f"{op}: expected {'integer' if 'i' in kinds else 'boolean'} values, got dtype {value.dtype}")
+        expected = " or ".join(dict.fromkeys(_KIND_NAMES[k] for k in kinds))  # "iu": integer, once
+        raise TypeError(f"{op}: expected {expected} values, got dtype {value.dtype}")
     return value
+
+
+_KIND_NAMES = {"b": "boolean", "i": "integer", "u": "integer", "f": "floating-point"}
 
 
 def _indices_in_range(op: str, value: Any, like: Tensor, n: int, what: str, ignore: int | None = None) -> Any:
@@ -138,10 +137,10 @@ def _check_range(op: str, indices: Any, n: int, what: str, ignore: int | None = 
         raise IndexError(f"{op}: {what} {int(indices[where])} at position {where} is out of range [0, {n})")
 
 
-# ---- concatenate ----
+# ---- cat (concatenate), stack, split, chunk ----
 
-class Concatenate(Function):
-    """y = concatenate(xs, axis);  dx_i = the slice of dout where x_i was placed"""
+class Cat(Function):
+    """y = cat(xs, axis);  dx_i = the slice of dout where x_i was placed"""
 
     def forward(self, *xs, axis):
         self.axis, self.sizes = axis, [x.shape[axis] for x in xs]
@@ -157,33 +156,15 @@ def _pieces(sizes: Sequence[int], axis: int) -> list[tuple[slice, ...]]:
     return [(slice(None),) * axis + (slice(end - size, end),) for end, size in zip(ends, sizes, strict=True)]
 
 
-def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+@numpy_aliases
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Tensors joined along `dim`, as torch.cat; all other sizes must match."""
     if not tensors:
-        raise ValueError("concatenate: need at least one tensor")
-    ndim = tensors[0].ndim
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"concatenate: axis {axis} is out of range for tensors of shape {tensors[0].shape}")
-    return Concatenate.apply(*tensors, axis=axis % ndim)
+        raise ValueError("cat: need at least one tensor")
+    return Cat.apply(*tensors, axis=as_axis("cat", dim, tensors[0].shape))
 
 
-# ---- PyTorch's shape ops: dims ----
-
-def _dim(op: str, dim: int, ndim: int) -> int:
-    """`dim` (negative counts from the end) as an axis in [0, ndim), or an error naming the op."""
-    if not hasattr(dim, "__index__") or not -ndim <= dim < ndim:
-        raise ValueError(f"{op}: dim {dim!r} is out of range [{-ndim}, {ndim - 1}] for a tensor with {ndim} dimensions")
-    return dim % ndim
-
-
-def _dims(op: str, dims: int | Sequence[int], ndim: int) -> tuple[int, ...]:
-    """One dim or several, each checked by _dim; naming one twice is refused."""
-    dims = tuple(_dim(op, d, ndim) for d in ((dims,) if isinstance(dims, int) else dims))
-    if len(set(dims)) != len(dims):
-        raise ValueError(f"{op}: dims {dims} name an axis twice")
-    return dims
-
-
-# ---- stack, split, chunk ----
+concatenate = cat  # torch.concatenate: the same function
 
 class Stack(Function):
     """y = stack(xs, dim): the xs side by side along a new axis `dim`;  dx_i = dout at index i of dim"""
@@ -196,6 +177,7 @@ class Stack(Function):
         return tuple(dout[(slice(None),) * self.dim + (i,)] for i in range(dout.shape[self.dim]))
 
 
+@numpy_aliases
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Tensors of one shape, stacked along a new axis at `dim` (in [-ndim - 1, ndim]), as torch.stack."""
     if not tensors:
@@ -205,7 +187,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             raise TypeError(f"stack: item {i} is a {type(t).__name__}, not a tensor")
     if len({t.shape for t in tensors}) > 1:
         raise ValueError(f"stack: tensors must have one shape, got {', '.join(str(t.shape) for t in tensors)}")
-    return Stack.apply(*tensors, dim=_dim("stack", dim, tensors[0].ndim + 1))
+    return Stack.apply(*tensors, dim=as_axis("stack", dim, tensors[0].shape, new=True))
 
 
 class Split(Function):
@@ -230,10 +212,11 @@ class Split(Function):
         return (dx,)
 
 
+@numpy_aliases
 def split(x: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """x cut along `dim`, as torch.split: into pieces of split_size (the last one smaller where the
     size does not divide), or of the listed sizes, which must add up to the axis's size."""
-    d = _dim("split", dim, x.ndim)
+    d = as_axis("split", dim, x.shape)
     n = x.shape[d]
     if hasattr(split_size_or_sections, "__index__"):  # an int: the size of each piece
         size = split_size_or_sections
@@ -241,34 +224,37 @@ def split(x: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) 
             raise ValueError(f"split: split_size must be positive, got {size} for dim {dim} of size {n}")
         sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
     else:
-        sizes = list(_tuple_arg("split", (split_size_or_sections,)))
+        sizes = list(int_tuple("split", (split_size_or_sections,)))
         if any(s < 0 for s in sizes) or sum(sizes) != n:
             raise ValueError(f"split: sizes {sizes} do not add up to {n}, the size of dim {dim} of a tensor "
                              f"of shape {x.shape}")
     return Split.apply(x, sizes=tuple(sizes), dim=d)
 
 
+@numpy_aliases
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """x cut along `dim` into pieces of ceil(n / chunks), the last one smaller, as torch.chunk (so
     there can be fewer than `chunks` pieces: 6 in 4 chunks gives 3 of 2)."""
     if chunks < 1:
         raise ValueError(f"chunk: chunks must be at least 1, got {chunks}")
-    n = x.shape[_dim("chunk", dim, x.ndim)]
+    n = x.shape[as_axis("chunk", dim, x.shape)]
     return split(x, -(-n // chunks) if n else [0] * chunks, dim)
 
 
 # ---- squeeze, unsqueeze, flatten, unflatten: reshapes ----
 
+@numpy_aliases
 def squeeze(x: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """x without its axes of size 1: all of them, or those among `dim` (an int or a tuple). As in
     PyTorch, an axis named in `dim` whose size is not 1 stays, rather than raising."""
-    dims = range(x.ndim) if dim is None else _dims("squeeze", dim, x.ndim)
-    return reshape(x, tuple(n for i, n in enumerate(x.shape) if i not in dims or n != 1))
+    squeezed = as_axes("squeeze", dim, x.shape)
+    return reshape(x, tuple(n for i, n in enumerate(x.shape) if i not in squeezed or n != 1))
 
 
+@numpy_aliases
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     """x with a new axis of size 1 at `dim`, in [-ndim - 1, ndim]."""
-    d = _dim("unsqueeze", dim, x.ndim + 1)
+    d = as_axis("unsqueeze", dim, x.shape, new=True)
     return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
 
 
@@ -276,15 +262,16 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Axes start_dim to end_dim (both included) merged into one; a 0-d tensor becomes shape (1,)."""
     if x.ndim == 0:
         return reshape(x, 1)
-    start, end = _dim("flatten", start_dim, x.ndim), _dim("flatten", end_dim, x.ndim)
+    start, end = as_axis("flatten", start_dim, x.shape), as_axis("flatten", end_dim, x.shape)
     if start > end:
         raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} in a tensor of shape {x.shape}")
     return reshape(x, x.shape[:start] + (math.prod(x.shape[start:end + 1]),) + x.shape[end + 1:])
 
 
+@numpy_aliases
 def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Axis `dim` unfolded into `sizes` (one of them may be -1, for what remains): flatten's inverse."""
-    d, sizes = _dim("unflatten", dim, x.ndim), tuple(sizes)
+    d, sizes = as_axis("unflatten", dim, x.shape), tuple(sizes)
     n, known = x.shape[d], math.prod(s for s in sizes if s != -1)
     free = sizes.count(-1)
     if free > 1 or any(s < -1 for s in sizes) or (known != n if not free else known == 0 or n % known):
@@ -311,7 +298,7 @@ class Expand(Function):
 def expand(x: Tensor, *sizes: int) -> Tensor:
     """x repeated along its axes of size 1 without copying, as torch's Tensor.expand: -1 keeps an
     axis's size, and new axes may be added in front."""
-    sizes = _tuple_arg("expand", sizes)
+    sizes = int_tuple("expand", sizes)
     lead = len(sizes) - x.ndim
     shape = tuple(x.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
     if lead < 0 or any(s < 0 for s in shape) or any(n not in (1, shape[lead + i]) for i, n in enumerate(x.shape)):
@@ -338,7 +325,7 @@ class Repeat(Function):
 def repeat(x: Tensor, *sizes: int) -> Tensor:
     """x copied sizes[i] times along axis i, as torch's Tensor.repeat (numpy.tile): extra leading
     sizes add new axes in front."""
-    sizes = _tuple_arg("repeat", sizes)
+    sizes = int_tuple("repeat", sizes)
     if len(sizes) < x.ndim or any(s < 0 for s in sizes):
         raise ValueError(f"repeat: sizes {sizes} for a tensor of shape {x.shape}: need one size >= 0 per axis "
                          "at least")
@@ -358,9 +345,10 @@ class Flip(Function):
         return (backend.get_array_module(dout).flip(dout, self.dims),)
 
 
+@numpy_aliases
 def flip(x: Tensor, dims: int | Sequence[int]) -> Tensor:
-    """x reversed along each axis in `dims`, as torch.flip."""
-    return Flip.apply(x, dims=_dims("flip", dims, x.ndim))
+    """x reversed along each axis in `dims`, as torch.flip; a 0-d tensor takes dims 0 and -1, and stays."""
+    return Flip.apply(x, dims=as_axes("flip", dims, x.shape))
 
 
 class Triangle(Function):
@@ -378,17 +366,19 @@ class Triangle(Function):
 
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:
     """x with the entries above the `diagonal`-th diagonal of its last two axes set to 0."""
-    _check_matrices("tril", x)
+    _check_triangle("tril", x, diagonal)
     return Triangle.apply(x, diagonal=diagonal, upper=False)
 
 
 def triu(x: Tensor, diagonal: int = 0) -> Tensor:
     """x with the entries below the `diagonal`-th diagonal of its last two axes set to 0."""
-    _check_matrices("triu", x)
+    _check_triangle("triu", x, diagonal)
     return Triangle.apply(x, diagonal=diagonal, upper=True)
 
 
-def _check_matrices(op: str, x: Tensor) -> None:
+def _check_triangle(op: str, x: Tensor, diagonal: int) -> None:
+    if not hasattr(diagonal, "__index__") or isinstance(diagonal, bool):  # 0.5 or True: no diagonal, as PyTorch
+        raise TypeError(f"{op}: diagonal must be an int, got {type(diagonal).__name__} {diagonal!r:.40}")
     if x.ndim < 2:
         raise ValueError(f"{op}: needs a tensor of at least 2 dimensions, got shape {x.shape}")
 
@@ -413,10 +403,11 @@ class Gather(Function):
         return (dx,)
 
 
+@numpy_aliases
 def gather(x: Tensor, dim: int, index: Any) -> Tensor:
     """Values of x picked along `dim` by integer `index`, as torch.gather: index has x's number of
     axes, no larger than x's along the others, and the result has index's shape."""
-    d = _dim("gather", dim, x.ndim)
+    d = as_axis("gather", dim, x.shape)
     index = _aux_array("gather", index, x, "iu", moved=False)  # still where it came from: see _indices_in_range
     if index.ndim != x.ndim or any(m > n for i, (m, n) in enumerate(zip(index.shape, x.shape, strict=True)) if i != d):
         raise ValueError(f"gather: index of shape {index.shape} for a tensor of shape {x.shape} along dim {dim}: "

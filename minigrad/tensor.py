@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from minigrad import backend
-
-DType = Any  # anything numpy.dtype() accepts: mg.float32, "float64", np.int64, ...
-
+from minigrad.dtypes import DEFAULT_FLOAT, DType, check_same_device_and_dtype, number_dtype, own_dtype
 
 # ---- grad mode ----
 
@@ -85,7 +83,7 @@ class Function:
             if not isinstance(t, Tensor):
                 raise TypeError(f"{op}: input {i} is a {type(t).__name__}, not a tensor; wrap it with mg.tensor()")
         if len(inputs) > 1:
-            _check_same_device_and_dtype(op, inputs)
+            check_same_device_and_dtype(op, inputs)
         fn = cls()
         requires_grad = _grad_mode.enabled and any(t.requires_grad for t in inputs)
         if requires_grad:
@@ -132,33 +130,31 @@ class Output(Function):
         self.shape, self.dtype = array.shape, array.dtype  # for the checks, as a one-output node has
 
 
-def _check_same_device_and_dtype(op: str, inputs: Sequence[Tensor]) -> None:
-    """Refuse float32 with float64 here, rather than promote silently and fail in backward; likewise
-    tensors on different devices. (Elementwise ops promote a lower kind first: see as_operands.)"""
-    if len({t.device for t in inputs}) > 1:
-        where = ", ".join(f"{t.shape} on {t.device}" for t in inputs)
-        raise RuntimeError(f"{op.lower()}: inputs are on different devices ({where}); move them with .to()")
-    if len({t.dtype for t in inputs}) > 1:
-        where = ", ".join(f"{t.shape} {t.dtype}" for t in inputs)
-        raise TypeError(f"{op.lower()}: inputs have different dtypes ({where}); convert with .to(dtype)")
-
-
-def _as_float(x: Tensor) -> Tensor:
-    """x itself if it is floating point, else x as float32 (the default float): exp, log, ... and true
-    division of integers give float32, as in PyTorch, not NumPy's float64."""
-    return x if x.dtype.kind == "f" else x.to(DEFAULT_FLOAT)
-
-
-def _check_float(op: str, x: Tensor) -> None:
-    """Refuse an integer or bool tensor where only floats make sense (mean, softmax, ...), as PyTorch does."""
-    if x.dtype.kind != "f":
-        raise TypeError(f"{op}: needs a floating-point tensor, got {x.dtype}; convert with .to(mg.float32)")
-
-
 def _array(value: Any) -> Any:
     """`value` as an array: a NumPy scalar (what NumPy arithmetic on 0-d arrays returns) becomes a 0-d
     array, which, unlike the scalar, can be written in place."""
     return backend.get_array_module(value).asarray(value) if isinstance(value, np.generic) else value
+
+
+def _as_array(data: Any, dtype: DType | None = None, device: str | None = None, op: str = "tensor") -> Any:
+    """The one way values become a backend array: a tensor, a NumPy or CuPy array, a Python number or a
+    (nested) list, as `dtype` (default: its own, with Python floats as float32) on `device` (default:
+    its own, or "cpu"). Values that are not numbers (None, strings, objects) are a TypeError naming `op`,
+    whatever `dtype` asks for: NumPy would turn None into NaN and "3" into 3.0."""
+    if isinstance(data, Tensor):
+        data = data.data
+    own = own_dtype(data)
+    if own.kind not in "biuf":
+        raise TypeError(f"{op}: expected numbers, got {type(data).__name__} {data!r:.60}, whose dtype {own} "
+                        "is not a number type (bool, integer or float)")
+    if dtype is not None:
+        dtype = number_dtype(op, dtype)
+    elif not hasattr(data, "dtype") and own.kind == "f":
+        dtype = DEFAULT_FLOAT
+    if device is None:
+        device = backend.device_of(data) if hasattr(data, "dtype") else "cpu"
+    xp = backend.module_for(device)
+    return xp.asarray(backend.to_device(data, device) if hasattr(data, "dtype") else data, dtype=dtype)
 
 
 # ---- Tensor ----
@@ -177,8 +173,7 @@ class Tensor:
         self.requires_grad = False
         self._ctx: Function | None = None
         self._hooks: tuple[Any, ...] = ()
-        if requires_grad:
-            self.requires_grad_()
+        self.requires_grad_(requires_grad)
 
     @classmethod
     def _wrap(cls, data: Any, requires_grad: bool) -> Tensor:
@@ -188,6 +183,9 @@ class Tensor:
         return t
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if not isinstance(requires_grad, bool):  # "yes" or 0 would pass as a flag; PyTorch refuses them too
+            raise TypeError(f"requires_grad must be True or False, got {type(requires_grad).__name__} "
+                            f"{requires_grad!r:.40}")
         if requires_grad and self.data.dtype.kind != "f":
             raise TypeError(f"only floating-point tensors can require grad, got dtype {self.dtype}")
         self.requires_grad = requires_grad
@@ -233,7 +231,7 @@ class Tensor:
         if isinstance(target, str) and target in backend.DEVICES:
             data = backend.to_device(self.data, target)
             return self if data is self.data else Tensor._wrap(data, False).requires_grad_(self.requires_grad)
-        dtype = _number_dtype("to", target)
+        dtype = number_dtype("to", target)
         if dtype == self.dtype:
             return self
         if dtype.kind != "f":
@@ -317,20 +315,15 @@ class Tensor:
     def __ge__(self, other): return elementwise.compare("ge", self, other)
     def __eq__(self, other): return elementwise.compare("eq", self, other)
     def __ne__(self, other): return elementwise.compare("ne", self, other)
-
-    def sum(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.sum(self, axis, keepdims)
-    def mean(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.mean(self, axis, keepdims)
-    def max(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.max(self, axis, keepdims)
-    def reshape(self, *shape) -> Tensor: return shapes.reshape(self, *shape)
-    def transpose(self, *axes) -> Tensor: return shapes.transpose(self, *axes)
+    def __abs__(self): return elementwise.abs(self)
     T = property(lambda self: shapes.transpose(self))
+
+    # -- math as methods, as PyTorch's: x.exp() is elementwise.exp(x), x.sum(1) is reductions.sum(x, 1) --
+    add, sub, mul, div, pow, neg, matmul = __add__, __sub__, __mul__, __truediv__, __pow__, __neg__, __matmul__
     def exp(self) -> Tensor: return elementwise.exp(self)
     def log(self) -> Tensor: return elementwise.log(self)
     def sqrt(self) -> Tensor: return elementwise.sqrt(self)
     def tanh(self) -> Tensor: return elementwise.tanh(self)
-
-    # more math, as PyTorch's Tensor methods (reductions take axis= / keepdims=, see reductions.py)
-    def __abs__(self): return elementwise.abs(self)
     def abs(self) -> Tensor: return elementwise.abs(self)
     def sigmoid(self) -> Tensor: return elementwise.sigmoid(self)
     def rsqrt(self) -> Tensor: return elementwise.rsqrt(self)
@@ -342,31 +335,41 @@ class Tensor:
     def where(self, condition, other) -> Tensor: return elementwise.where(condition, self, other)
     def clamp(self, min=None, max=None) -> Tensor: return elementwise.clamp(self, min, max)
     def clip(self, min=None, max=None) -> Tensor: return elementwise.clamp(self, min, max)
-    def min(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.min(self, axis, keepdims)
-    def argmax(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.argmax(self, axis, keepdims)
-    def argmin(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.argmin(self, axis, keepdims)
-    def prod(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.prod(self, axis, keepdims)
-    def logsumexp(self, axis, keepdims: bool = False) -> Tensor: return reductions.logsumexp(self, axis, keepdims)
-    def cumsum(self, axis) -> Tensor: return reductions.cumsum(self, axis)
-    def any(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.any(self, axis, keepdims)
-    def all(self, axis=None, keepdims: bool = False) -> Tensor: return reductions.all(self, axis, keepdims)
-    def var(self, axis=None, **options) -> Tensor: return reductions.var(self, axis, **options)
-    def std(self, axis=None, **options) -> Tensor: return reductions.std(self, axis, **options)
+    def masked_fill(self, mask, value) -> Tensor: return functional.masked_fill(self, mask, value)
+    def relu(self) -> Tensor: return functional.relu(self)
 
-    # shape ops with PyTorch's names and arguments (dim, not axis); torch.X of the same name in shapes.py
-    def split(self, split_size_or_sections, dim: int = 0) -> tuple[Tensor, ...]:
-        return shapes.split(self, split_size_or_sections, dim)
-    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]: return shapes.chunk(self, chunks, dim)
-    def squeeze(self, dim=None) -> Tensor: return shapes.squeeze(self, dim)
-    def unsqueeze(self, dim: int) -> Tensor: return shapes.unsqueeze(self, dim)
+    # those with a dim pass their arguments on, so that each has one signature: the function's (see there)
+    def sum(self, *args, **kwargs) -> Tensor: return reductions.sum(self, *args, **kwargs)
+    def mean(self, *args, **kwargs) -> Tensor: return reductions.mean(self, *args, **kwargs)
+    def max(self, *args, **kwargs) -> Tensor: return reductions.max(self, *args, **kwargs)
+    def min(self, *args, **kwargs) -> Tensor: return reductions.min(self, *args, **kwargs)
+    def argmax(self, *args, **kwargs) -> Tensor: return reductions.argmax(self, *args, **kwargs)
+    def argmin(self, *args, **kwargs) -> Tensor: return reductions.argmin(self, *args, **kwargs)
+    def var(self, *args, **kwargs) -> Tensor: return reductions.var(self, *args, **kwargs)
+    def std(self, *args, **kwargs) -> Tensor: return reductions.std(self, *args, **kwargs)
+    def prod(self, *args, **kwargs) -> Tensor: return reductions.prod(self, *args, **kwargs)
+    def logsumexp(self, *args, **kwargs) -> Tensor: return reductions.logsumexp(self, *args, **kwargs)
+    def cumsum(self, *args, **kwargs) -> Tensor: return reductions.cumsum(self, *args, **kwargs)
+    def any(self, *args, **kwargs) -> Tensor: return reductions.any(self, *args, **kwargs)
+    def all(self, *args, **kwargs) -> Tensor: return reductions.all(self, *args, **kwargs)
+    def softmax(self, *args, **kwargs) -> Tensor: return functional.softmax(self, *args, **kwargs)
+    def log_softmax(self, *args, **kwargs) -> Tensor: return functional.log_softmax(self, *args, **kwargs)
+    def split(self, *args, **kwargs) -> tuple[Tensor, ...]: return shapes.split(self, *args, **kwargs)
+    def chunk(self, *args, **kwargs) -> tuple[Tensor, ...]: return shapes.chunk(self, *args, **kwargs)
+    def squeeze(self, *args, **kwargs) -> Tensor: return shapes.squeeze(self, *args, **kwargs)
+    def unsqueeze(self, *args, **kwargs) -> Tensor: return shapes.unsqueeze(self, *args, **kwargs)
+    def flatten(self, *args, **kwargs) -> Tensor: return shapes.flatten(self, *args, **kwargs)
+    def unflatten(self, *args, **kwargs) -> Tensor: return shapes.unflatten(self, *args, **kwargs)
+    def gather(self, *args, **kwargs) -> Tensor: return shapes.gather(self, *args, **kwargs)
+
+    # shapes and dims as varargs, x.reshape(2, 3) or x.reshape((2, 3)), as in PyTorch
+    def reshape(self, *shape: int) -> Tensor: return shapes.reshape(self, *shape)
+    def transpose(self, *axes: int) -> Tensor: return shapes.transpose(self, *axes)
     def expand(self, *sizes: int) -> Tensor: return shapes.expand(self, *sizes)
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor: return shapes.flatten(self, start_dim, end_dim)
-    def unflatten(self, dim: int, sizes) -> Tensor: return shapes.unflatten(self, dim, sizes)
-    def flip(self, *dims: int) -> Tensor: return shapes.flip(self, _tuple_arg("flip", dims))
+    def repeat(self, *sizes: int) -> Tensor: return shapes.repeat(self, *sizes)
+    def flip(self, *dims: int) -> Tensor: return shapes.flip(self, dims[0] if len(dims) == 1 else dims)
     def tril(self, diagonal: int = 0) -> Tensor: return shapes.tril(self, diagonal)
     def triu(self, diagonal: int = 0) -> Tensor: return shapes.triu(self, diagonal)
-    def repeat(self, *sizes: int) -> Tensor: return shapes.repeat(self, *sizes)
-    def gather(self, dim: int, index) -> Tensor: return shapes.gather(self, dim, index)
 
 
 class _RetainGrad:
@@ -482,147 +485,5 @@ def _topological_order(start: Function | Tensor) -> list[Function | Tensor]:
     return order
 
 
-# ---- creating tensors ----
-
-DEFAULT_FLOAT = np.dtype(np.float32)  # what Python floats become, and what exp of an integer tensor gives
-
-
-def _number_dtype(op: str, dtype: DType) -> np.dtype:
-    """`dtype` as a NumPy dtype if it is a number type (bool, integer, float); a TypeError naming `op` if not."""
-    try:
-        result = np.dtype(dtype) if dtype is not None else None  # np.dtype(None) would be float64
-    except TypeError:
-        result = None
-    if result is None:
-        raise TypeError(f"{op}: {dtype!r} is not a dtype")
-    if result.kind not in "biuf":
-        raise TypeError(f"{op}: dtype {result} is not a number type (bool, integer or float)")
-    return result
-
-
-def _own_dtype(data: Any) -> np.dtype:
-    """The dtype of an array or NumPy scalar, or the one NumPy gives Python data (a number, a list)."""
-    if hasattr(data, "dtype"):
-        return data.dtype
-    if isinstance(data, bool):
-        return np.dtype(np.bool_)
-    if isinstance(data, (int, float)):  # of any size: NumPy would give 2**70 its object dtype
-        return np.dtype(np.int64 if isinstance(data, int) else np.float64)
-    return np.asarray(data).dtype  # only asked, then dropped: the real array is made on the device below
-
-
-def _number_kind(op: str, value: Any) -> str:
-    """The dtype kind ("b", "i", "u" or "f") of a Python or NumPy number, 0-d array or 0-d tensor; a
-    TypeError naming `op` for anything else (None, a string, a list)."""
-    if isinstance(value, (bool, int, float)) or getattr(value, "ndim", None) == 0:
-        if (kind := _own_dtype(value).kind) in "biuf":
-            return kind
-    elif hasattr(value, "shape") or isinstance(value, (list, tuple)):
-        shape = f" of shape {value.shape}" if hasattr(value, "shape") else ""
-        raise TypeError(f"{op}: got a {type(value).__name__}{shape}; wrap it with mg.tensor() first")
-    raise TypeError(f"{op}: expected a tensor or a number, got {type(value).__name__} {value!r:.40}")
-
-
-def _as_array(data: Any, dtype: DType | None = None, device: str | None = None, op: str = "tensor") -> Any:
-    """The one way values become a backend array: a tensor, a NumPy or CuPy array, a Python number or a
-    (nested) list, as `dtype` (default: its own, with Python floats as float32) on `device` (default:
-    its own, or "cpu"). Values that are not numbers (None, strings, objects) are a TypeError naming `op`,
-    whatever `dtype` asks for: NumPy would turn None into NaN and "3" into 3.0."""
-    if isinstance(data, Tensor):
-        data = data.data
-    own = _own_dtype(data)
-    if own.kind not in "biuf":
-        raise TypeError(f"{op}: expected numbers, got {type(data).__name__} {data!r:.60}, whose dtype {own} "
-                        "is not a number type (bool, integer or float)")
-    if dtype is not None:
-        dtype = _number_dtype(op, dtype)
-    elif not hasattr(data, "dtype") and own.kind == "f":
-        dtype = DEFAULT_FLOAT
-    if device is None:
-        device = backend.device_of(data) if hasattr(data, "dtype") else "cpu"
-    xp = backend.module_for(device)
-    return xp.asarray(backend.to_device(data, device) if hasattr(data, "dtype") else data, dtype=dtype)
-
-
-def tensor(data: Any, requires_grad: bool = False, dtype: DType | None = None, device: str = "cpu") -> Tensor:
-    """A new leaf tensor from a list, scalar or array. Python floats become float32."""
-    return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
-
-
-def zeros(*shape: int, dtype: DType = np.float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
-    data = backend.module_for(device).zeros(_tuple_arg("zeros", shape), dtype=_number_dtype("zeros", dtype))
-    return Tensor._wrap(data, False).requires_grad_(requires_grad)
-
-
-def ones(*shape: int, dtype: DType = np.float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
-    data = backend.module_for(device).ones(_tuple_arg("ones", shape), dtype=_number_dtype("ones", dtype))
-    return Tensor._wrap(data, False).requires_grad_(requires_grad)
-
-
-def full(shape: int | Sequence[int], fill_value: float | bool, dtype: DType | None = None, device: str = "cpu",
-         requires_grad: bool = False) -> Tensor:
-    """A tensor of `shape` filled with `fill_value`; its dtype by default as PyTorch picks it: float32 for a
-    float, int64 for an int, bool for a bool."""
-    value = _as_array(fill_value, dtype, device, "full")  # checks the dtype, and picks it when none is given
-    if value.ndim != 0:
-        raise TypeError(f"full: fill_value must be a number, got an array of shape {value.shape}")
-    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    data = backend.module_for(device).full(shape, value, dtype=value.dtype)
-    return Tensor._wrap(data, False).requires_grad_(requires_grad)
-
-
-def full_like(t: Tensor, fill_value: float | bool, *, dtype: DType | None = None, device: str | None = None,
-              requires_grad: bool = False) -> Tensor:
-    """A tensor of t's shape filled with `fill_value`, with t's dtype and device unless given."""
-    return full(t.shape, fill_value, dtype=t.dtype if dtype is None else dtype,
-                device=t.device if device is None else device, requires_grad=requires_grad)
-
-
-def zeros_like(t: Tensor, *, dtype: DType | None = None, device: str | None = None,
-               requires_grad: bool = False) -> Tensor:
-    return full_like(t, 0, dtype=dtype, device=device, requires_grad=requires_grad)
-
-
-def ones_like(t: Tensor, *, dtype: DType | None = None, device: str | None = None,
-              requires_grad: bool = False) -> Tensor:
-    return full_like(t, 1, dtype=dtype, device=device, requires_grad=requires_grad)
-
-
-def eye(n: int, m: int | None = None, *, dtype: DType = np.float32, device: str = "cpu",
-        requires_grad: bool = False) -> Tensor:
-    """The (n, m) identity matrix (m = n when not given): ones on the diagonal, zeros elsewhere."""
-    data = backend.module_for(device).eye(n, m, dtype=_number_dtype("eye", dtype))
-    return Tensor._wrap(data, False).requires_grad_(requires_grad)
-
-
-def randn(*shape: int, dtype: DType = np.float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
-    """Standard normal samples from the device's seeded generator (see mg.manual_seed)."""
-    dtype = _number_dtype("randn", dtype)
-    if dtype.kind != "f":
-        raise TypeError(f"randn: dtype must be floating point, got {dtype}")
-    data = backend.generator(device).standard_normal(_tuple_arg("randn", shape), dtype=dtype)
-    return Tensor._wrap(data, False).requires_grad_(requires_grad)
-
-
-def arange(start: float, stop: float | None = None, step: float = 1, dtype: DType | None = None,
-           device: str = "cpu") -> Tensor:
-    """Like numpy.arange; integer arguments give int64, floats give float32 unless dtype says."""
-    if stop is None:
-        start, stop = 0, start
-    if dtype is None:
-        is_int = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
-        dtype = np.int64 if is_int else np.float32
-    dtype = _number_dtype("arange", dtype)
-    return Tensor._wrap(backend.module_for(device).arange(start, stop, step, dtype=dtype), False)
-
-
-def _tuple_arg(op: str, args: tuple) -> tuple[int, ...]:
-    """f(2, 3) and f((2, 3)) both give (2, 3): shapes (zeros, reshape) and axes (transpose), integers."""
-    values = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
-    if not all(hasattr(v, "__index__") for v in values):  # an int, not 2.0, "2" or None
-        raise TypeError(f"{op}: expected integers, got {values}")
-    return values
-
-
 # the op modules need Tensor and Function, defined above
-from minigrad import elementwise, matmul, reductions, shapes  # noqa: E402
+from minigrad import elementwise, functional, matmul, reductions, shapes  # noqa: E402

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import minigrad as mg
 from minigrad import functional as F
 from minigrad import nn
 from minigrad.tensor import Tensor, is_grad_enabled
@@ -41,8 +42,8 @@ class KVCache:
         if self.k is None:
             self.k, self.v = k, v
         else:
-            self.k = F.concatenate([self.k, k], axis=2)
-            self.v = F.concatenate([self.v, v], axis=2)
+            self.k = mg.cat([self.k, k], dim=2)
+            self.v = mg.cat([self.v, v], dim=2)
         return self.k, self.v
 
 
@@ -91,7 +92,7 @@ class MultiHeadSelfAttention(nn.Module):
         scores = F.masked_fill(scores, F.causal_mask(T, T_k, device=x.device), float("-inf"))
 
         # step 3, softmax over each row: weights in [0, 1] that sum to 1
-        weights = F.softmax(scores, axis=-1)  # (B, nh, T, T_k)
+        weights = F.softmax(scores, dim=-1)  # (B, nh, T, T_k)
 
         # step 4, weighted sum of the values: b_i = sum_j weights_ij v_j
         out = self.attn_dropout(weights) @ v  # (B, nh, T, hs)

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import minigrad as mg
 from minigrad import backend, nn
 from minigrad import functional as F
 from minigrad.tensor import Tensor
@@ -66,7 +67,7 @@ class RotaryEmbedding(nn.Module):
         cos = Tensor(xp.cos(angle), dtype=x.dtype, device=x.device)  # (T, hs/2), broadcast over B and nh
         sin = Tensor(xp.sin(angle), dtype=x.dtype, device=x.device)
         x1, x2 = x.split(hs // 2, dim=-1)  # (B, nh, T, hs/2) each: the pairs' first and second coordinates
-        return F.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)  # (B, nh, T, hs)
+        return mg.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (B, nh, T, hs)
 
 
 class SwiGLU(nn.Module):

@@ -39,7 +39,7 @@ NUMPY_NAMES = {"dtype", "float16", "float32", "float64", "int32", "int64", "inte
 # Named exceptions, (file, enclosing function, numpy attribute) -> why it creates no device array.
 EXCEPTIONS = {
     ("tensor.py", "__repr__", "array2string"): "formats the NumPy copy that .numpy() returned",
-    ("tensor.py", "_own_dtype", "asarray"): "asks which dtype NumPy gives Python data (a list, a float); "
+    ("dtypes.py", "own_dtype", "asarray"): "asks which dtype NumPy gives Python data (a list, a float); "
                                             "the array is dropped and _as_array builds the real one with the "
                                             "device's array module",
 }
@@ -171,21 +171,21 @@ BREACHES = {
     "backend.np": "from minigrad import backend\ndef f(x):\n    return backend.np.ones(3)\n",
     "backend.cupy": "from minigrad import backend\ndef f(x):\n    return backend.cupy.ones(3)\n",
     "__import__": "def f():\n    return __import__('numpy').ones(3)\n",
-    "nested function": "import numpy as np\ndef _own_dtype(d):\n    def inner():\n"
+    "nested function": "import numpy as np\ndef own_dtype(d):\n    def inner():\n"
                        "        return np.asarray(d)\n    return inner\n",
 }
 
 
 @pytest.mark.parametrize("source", BREACHES.values(), ids=BREACHES.keys())
 def test_rule_catches(source: str) -> None:
-    found, _ = violations(source, "tensor.py")
+    found, _ = violations(source, "dtypes.py")
     assert found
 
 
 ALLOWED = {
     "dtype names": "import numpy as np\nDT = np.dtype(np.float32)\ndef f(x: np.ndarray, d=np.int64):\n"
                    "    return isinstance(d, np.integer)\n",
-    "named exception": "import numpy as np\ndef _own_dtype(d):\n    return np.asarray(d).dtype\n",
+    "named exception": "import numpy as np\ndef own_dtype(d):\n    return np.asarray(d).dtype\n",
     "array module of an input": "from minigrad import backend\ndef f(x):\n"
                                 "    return backend.get_array_module(x).zeros(3)\n",
 }
@@ -193,7 +193,7 @@ ALLOWED = {
 
 @pytest.mark.parametrize("source", ALLOWED.values(), ids=ALLOWED.keys())
 def test_rule_allows(source: str) -> None:
-    found, _ = violations(source, "tensor.py")
+    found, _ = violations(source, "dtypes.py")
     assert found == []
 
 

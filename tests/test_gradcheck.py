@@ -298,8 +298,9 @@ def test_log_softmax_forward_matches_numpy(rand, axis) -> None:
 def test_layer_norm_forward_matches_numpy(rand) -> None:
     x, w, b = rand(2, 3, 8), rand(8), rand(8)
     expected = np_layer_norm(x.numpy(), w.numpy(), b.numpy())
-    np.testing.assert_allclose(F.layer_norm(x, w, b).numpy(), expected, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(F.layer_norm(x).numpy(), np_layer_norm(x.numpy(), 1.0, 0.0), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(F.layer_norm(x, w.shape, w, b).numpy(), expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(F.layer_norm(x, x.shape[-1]).numpy(), np_layer_norm(x.numpy(), 1.0, 0.0), rtol=1e-12,
+                               atol=1e-14)
 
 
 @pytest.mark.parametrize("targets, ignore_index", [(TARGETS, None), (IGNORED, -100)], ids=["plain", "ignore_index"])
@@ -320,8 +321,8 @@ FUSED_VS_COMPOSED = {
     "softmax axis 0": (lambda x: F.softmax(x, 0), lambda x: composed_softmax(x, 0), [(4, 3)]),
     "log_softmax axis -1": (lambda x: F.log_softmax(x), lambda x: composed_log_softmax(x, -1), [(2, 3, 5)]),
     "log_softmax axis 1": (lambda x: F.log_softmax(x, 1), lambda x: composed_log_softmax(x, 1), [(2, 4, 3)]),
-    "layer_norm affine": (F.layer_norm, composed_layer_norm, [(2, 3, 8), (8,), (8,)]),
-    "layer_norm no affine": (F.layer_norm, composed_layer_norm, [(4, 6)]),
+    "layer_norm affine": (lambda x, w, b: F.layer_norm(x, w.shape, w, b), composed_layer_norm, [(2, 3, 8), (8,), (8,)]),
+    "layer_norm no affine": (lambda x: F.layer_norm(x, x.shape[-1]), composed_layer_norm, [(4, 6)]),
     "cross_entropy": (lambda x: F.cross_entropy(x, TARGETS), lambda x: composed_cross_entropy(x, TARGETS),
                       [(2, 3, 5)]),
     "cross_entropy ignore_index": (lambda x: F.cross_entropy(x, IGNORED, ignore_index=-100),
@@ -348,7 +349,7 @@ def test_fused_backward_matches_composed(rand, name) -> None:
 def test_fused_ops_are_single_graph_nodes(rand) -> None:
     """The fused primitives record one node, not a chain of exp/sum/div nodes."""
     x, w, b = rand(2, 5), rand(5), rand(5)
-    for y, inputs in ((F.softmax(x), [x]), (F.log_softmax(x), [x]), (F.layer_norm(x, w, b), [x, w, b]),
+    for y, inputs in ((F.softmax(x), [x]), (F.log_softmax(x), [x]), (F.layer_norm(x, w.shape, w, b), [x, w, b]),
                       (F.cross_entropy(x, [1, 3]), [x]), (F.gelu(x), [x])):
         parents = y._ctx.parents
         assert len(parents) == len(inputs) and all(p is t for p, t in zip(parents, inputs, strict=True))

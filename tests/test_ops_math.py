@@ -225,11 +225,11 @@ def test_reduction_errors() -> None:
         mg.zeros(0, 2).argmax()
     with pytest.raises(ValueError, match=r"min: tensor of shape \(0,\) is empty"):
         mg.zeros(0).min()
-    with pytest.raises(TypeError, match=r"argmin: axis must be one int, got \(0, 1\)"):
+    with pytest.raises(TypeError, match=r"argmin: dim must be one int, got \(0, 1\)"):
         mg.zeros(2, 2).argmin((0, 1))
-    with pytest.raises(TypeError, match="cumsum: axis must be one int"):
+    with pytest.raises(TypeError, match="cumsum: dim must be one int"):
         mg.zeros(2, 2).cumsum(None)
-    with pytest.raises(ValueError, match="axis 2 is out of range for a tensor with 2 dimensions"):
+    with pytest.raises(ValueError, match=r"cumsum: dim 2 is out of range \[-2, 1\] for a tensor of shape \(2, 2\)"):
         mg.zeros(2, 2).cumsum(2)
 
 
@@ -247,9 +247,6 @@ def test_var_std_options_match_torch() -> None:
 
 
 def test_var_errors() -> None:
-    with pytest.raises(ValueError, match=r"var: 1 element\(s\) per result \(shape \(1, 3\), axis 0\) with "
-                                         "correction=1 leave no degrees of freedom"):
-        mg.zeros(1, 3).var(0)
     with pytest.raises(ValueError, match="correction or unbiased, not both"):
         mg.zeros(3).std(correction=1, unbiased=True)
     with pytest.raises(TypeError, match="var: needs a floating-point tensor, got int64"):

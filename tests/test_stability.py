@@ -99,7 +99,7 @@ def test_cross_entropy_float32_huge_logits(rand) -> None:
 def test_layer_norm_of_a_constant_row(rand, device, value) -> None:
     x = mg.tensor(np.full((2, 6), value), requires_grad=True, device=device)
     w, b = rand(6), rand(6)
-    y = F.layer_norm(x, w, b)
+    y = F.layer_norm(x, 6, w, b)
     np.testing.assert_allclose(y.numpy(), np.broadcast_to(b.numpy(), (2, 6)), atol=1e-12)  # x - mean = 0
     g = np.random.default_rng(0).standard_normal((2, 6))
     y.backward(g)
@@ -114,7 +114,7 @@ def test_layer_norm_of_a_constant_row(rand, device, value) -> None:
 
 def test_layer_norm_of_a_constant_row_float32(device) -> None:
     x = mg.tensor(np.full((3, 8), 7.0, dtype=np.float32), requires_grad=True, device=device)
-    y = F.layer_norm(x)
+    y = F.layer_norm(x, 8)
     y.backward(np.random.default_rng(0).standard_normal((3, 8)))
     assert np.isfinite(y.numpy()).all() and np.isfinite(backend.to_numpy(x.grad)).all()
 

@@ -102,6 +102,7 @@ TORCH = {
     "masked_fill row mask": lambda x: x.masked_fill(_t(_MASK_2D[:1]), 0.0),
     "layer_norm": lambda x, w, b: TF.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5),
     "layer_norm no affine": lambda x: TF.layer_norm(x, (x.shape[-1],), eps=1e-5),
+    "layer_norm over two axes": lambda x, w, b: TF.layer_norm(x, (3, 4), w, b, eps=1e-5),
     "cross_entropy": lambda x: TF.cross_entropy(x.reshape(-1, x.shape[-1]), _t(_TARGETS).reshape(-1)),
     "cross_entropy ignore_index": lambda x: TF.cross_entropy(x.reshape(-1, x.shape[-1]), _t(_IGNORED).reshape(-1),
                                                              ignore_index=-100),
@@ -109,8 +110,8 @@ TORCH = {
     "gelu tanh": lambda x: TF.gelu(x, approximate="tanh"),
     "gelu tanh of a scalar": lambda x: TF.gelu(x, approximate="tanh"),
     "relu": torch.relu,
-    "concatenate axis 1": lambda a, b: torch.cat([a, b], dim=1),
-    "concatenate three": lambda a, b, c: torch.cat([a, b, c], dim=0),
+    "cat dim 1": lambda a, b: torch.cat([a, b], dim=1),
+    "cat three": lambda a, b, c: torch.cat([a, b, c], dim=0),
     "composite linear + layer_norm + gelu":
         lambda x, w, b, g, h: TF.gelu(TF.layer_norm(x @ w + b, (g.shape[0],), g, h, eps=1e-5), approximate="tanh"),
     "composite attention head": _torch_attention_head,

@@ -1,0 +1,87 @@
+"""Creating tensors, as PyTorch's functions of the same names: tensor, zeros, ones, full, eye, the
+*_like forms, arange and randn. Each makes a new leaf, on "cpu" unless `device` says otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from minigrad import backend
+from minigrad.dims import int_tuple
+from minigrad.dtypes import DType, float32, int64, number_dtype
+from minigrad.tensor import Tensor, _as_array
+
+
+def tensor(data: Any, requires_grad: bool = False, dtype: DType | None = None, device: str = "cpu") -> Tensor:
+    """A new leaf tensor from a list, scalar or array. Python floats become float32."""
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
+
+
+def zeros(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
+    data = backend.module_for(device).zeros(int_tuple("zeros", shape), dtype=number_dtype("zeros", dtype))
+    return Tensor._wrap(data, False).requires_grad_(requires_grad)
+
+
+def ones(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
+    data = backend.module_for(device).ones(int_tuple("ones", shape), dtype=number_dtype("ones", dtype))
+    return Tensor._wrap(data, False).requires_grad_(requires_grad)
+
+
+def full(shape: int | Sequence[int], fill_value: float | bool, dtype: DType | None = None, device: str = "cpu",
+         requires_grad: bool = False) -> Tensor:
+    """A tensor of `shape` filled with `fill_value`; its dtype by default as PyTorch picks it: float32 for a
+    float, int64 for an int, bool for a bool."""
+    value = _as_array(fill_value, dtype, device, "full")  # checks the dtype, and picks it when none is given
+    if value.ndim != 0:
+        raise TypeError(f"full: fill_value must be a number, got an array of shape {value.shape}")
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    data = backend.module_for(device).full(shape, value, dtype=value.dtype)
+    return Tensor._wrap(data, False).requires_grad_(requires_grad)
+
+
+def full_like(t: Tensor, fill_value: float | bool, *, dtype: DType | None = None, device: str | None = None,
+              requires_grad: bool = False) -> Tensor:
+    """A tensor of t's shape filled with `fill_value`, with t's dtype and device unless given."""
+    return full(t.shape, fill_value, dtype=t.dtype if dtype is None else dtype,
+                device=t.device if device is None else device, requires_grad=requires_grad)
+
+
+def zeros_like(t: Tensor, *, dtype: DType | None = None, device: str | None = None,
+               requires_grad: bool = False) -> Tensor:
+    return full_like(t, 0, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def ones_like(t: Tensor, *, dtype: DType | None = None, device: str | None = None,
+              requires_grad: bool = False) -> Tensor:
+    return full_like(t, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: DType = float32, device: str = "cpu",
+        requires_grad: bool = False) -> Tensor:
+    """The (n, m) identity matrix (m = n when not given): ones on the diagonal, zeros elsewhere."""
+    data = backend.module_for(device).eye(n, m, dtype=number_dtype("eye", dtype))
+    return Tensor._wrap(data, False).requires_grad_(requires_grad)
+
+
+def randn(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
+    """Standard normal samples from the device's seeded generator (see mg.manual_seed)."""
+    dtype = number_dtype("randn", dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"randn: dtype must be floating point, got {dtype}")
+    data = backend.generator(device).standard_normal(int_tuple("randn", shape), dtype=dtype)
+    return Tensor._wrap(data, False).requires_grad_(requires_grad)
+
+
+def arange(start: float, stop: float | None = None, step: float = 1, dtype: DType | None = None,
+           device: str = "cpu") -> Tensor:
+    """Like numpy.arange; integer arguments give int64, floats give float32 unless dtype says."""
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        is_int = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
+        dtype = int64 if is_int else float32
+    dtype = number_dtype("arange", dtype)
+    return Tensor._wrap(backend.module_for(device).arange(start, stop, step, dtype=dtype), False)
