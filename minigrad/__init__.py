@@ -8,7 +8,7 @@ Where an op lives (the rule each module follows; its docstring says only what it
 - tensor.py: Tensor, Function (one primitive, one graph node), grad mode and backward.
 - Tensor math that PyTorch offers as torch.X / Tensor.X, by kind: elementwise.py (add ... pow, exp,
   log, tanh, sigmoid, abs, sin, maximum, where, clamp, ...), reductions.py (sum, mean, max, var, ...),
-  shapes.py (reshape, transpose, indexing, cat, stack, split, ...) and matmul.py (matmul, and F.linear,
+  shapes.py (reshape, transpose, permute, indexing, cat, stack, split, ...) and matmul.py (matmul, and F.linear,
   which shares its 2-D product). creation.py makes tensors (tensor, zeros, full, eye, arange, randn, ...).
 - Neural-network functions that PyTorch places in torch.nn.functional: functional.py (softmax,
   activations, masked_fill, embedding, one_hot, dropout), normalization.py (layer_norm, rms_norm),
@@ -66,6 +66,7 @@ from minigrad.shapes import (
     flatten,
     flip,
     gather,
+    permute,
     reshape,
     split,
     squeeze,
@@ -87,7 +88,7 @@ __all__ = [
     "abs", "add", "clamp", "clip", "cos", "div", "erf", "exp", "log", "maximum", "minimum", "mul", "neg", "pow",
     "rsqrt", "sigmoid", "sin", "sqrt", "sub", "tanh", "where",
     "all", "any", "argmax", "argmin", "cumsum", "logsumexp", "max", "mean", "min", "prod", "std", "sum", "var",
-    "cat", "chunk", "concatenate", "flatten", "flip", "gather", "reshape", "split", "squeeze", "stack", "transpose",
-    "tril", "triu", "unflatten", "unsqueeze",
+    "cat", "chunk", "concatenate", "flatten", "flip", "gather", "permute", "reshape", "split", "squeeze", "stack",
+    "transpose", "tril", "triu", "unflatten", "unsqueeze",
     "matmul", "softmax", "log_softmax",
 ]

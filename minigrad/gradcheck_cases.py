@@ -42,7 +42,7 @@ def _seeded_dropout(x: Tensor) -> Tensor:
 def _attention_head(x: Tensor, wq: Tensor, wk: Tensor, wv: Tensor) -> Tensor:
     """One causal attention head: softmax(mask(q k^T / sqrt(d))) v."""
     q, k, v = x @ wq, x @ wk, x @ wv  # (B, T, hs)
-    scores = q @ k.transpose(0, 2, 1) * (1.0 / np.sqrt(q.shape[-1]))  # (B, T, T)
+    scores = q @ k.transpose(-2, -1) * (1.0 / np.sqrt(q.shape[-1]))  # (B, T, T)
     scores = F.masked_fill(scores, F.causal_mask(x.shape[1], device=x.device), float("-inf"))
     return F.softmax(scores) @ v
 
@@ -86,7 +86,8 @@ CASES: list[Case] = [
     Case("max axis 0 keepdims", lambda x: x.max(axis=0, keepdims=True), ((4, 3),)),
     Case("reshape", lambda x: x.reshape(6, 4), ((2, 3, 4),)),
     Case("reshape -1", lambda x: x.reshape(-1), ((2, 3, 4),)),
-    Case("transpose axes", lambda x: x.transpose(2, 0, 1), ((2, 3, 4),)),
+    Case("permute", lambda x: x.permute(2, 0, 1), ((2, 3, 4),)),
+    Case("transpose two dims", lambda x: x.transpose(0, -1), ((2, 3, 4),)),
     Case("transpose .T", lambda x: x.T, ((3, 5),)),
     Case("getitem slices", lambda x: x[1:, ::2], ((3, 5),)),
     Case("getitem int and None", lambda x: x[1, None, :, -1], ((3, 4, 5),)),

@@ -28,8 +28,8 @@ class Reshape(Function):
         return (dout.reshape(self.x_shape),)
 
 
-class Transpose(Function):
-    """y = x.transpose(axes);  dx = dout.transpose(inverse of axes)"""
+class Permute(Function):
+    """y = x.transpose(axes) (NumPy's name for a permutation);  dx = dout.transpose(inverse of axes)"""
 
     def forward(self, x, axes):
         self.axes = axes
@@ -46,13 +46,24 @@ def reshape(x: Tensor, *shape: int) -> Tensor:
     return Reshape.apply(x, shape=int_tuple("reshape", shape))
 
 
-def transpose(x: Tensor, *axes: int) -> Tensor:
-    """Permute the axes (all reversed when none are given, as x.T)."""
-    order = int_tuple("transpose", axes) or tuple(reversed(range(x.ndim)))
+def permute(x: Tensor, *dims: int) -> Tensor:
+    """Reorder all the axes: output axis i is input axis dims[i] (torch.permute; NumPy's transpose)."""
+    order = int_tuple("permute", dims)
     in_range = all(-x.ndim <= a < x.ndim for a in order)  # else `a % ndim` would wrap 5 to 1
     if not in_range or len(order) != x.ndim or sorted(a % x.ndim for a in order) != list(range(x.ndim)):
-        raise ValueError(f"transpose: axes {order} are not a permutation of a tensor with {x.ndim} dimensions")
-    return Transpose.apply(x, axes=tuple(a % x.ndim for a in order))
+        raise ValueError(f"permute: dims {order} are not a permutation of a tensor with {x.ndim} dimensions")
+    return Permute.apply(x, axes=tuple(a % x.ndim for a in order))
+
+
+def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap two axes, as torch.transpose: x.transpose(-2, -1) turns the last two around.
+
+    Not NumPy's transpose, which takes a whole permutation: use permute for that.
+    """
+    order = list(range(x.ndim))
+    a, b = as_axis("transpose", dim0, x.shape), as_axis("transpose", dim1, x.shape)
+    order[a], order[b] = b, a
+    return Permute.apply(x, axes=tuple(order))
 
 
 # ---- indexing ----

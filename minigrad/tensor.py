@@ -316,7 +316,7 @@ class Tensor:
     def __eq__(self, other): return elementwise.compare("eq", self, other)
     def __ne__(self, other): return elementwise.compare("ne", self, other)
     def __abs__(self): return elementwise.abs(self)
-    T = property(lambda self: shapes.transpose(self))
+    T = property(lambda self: shapes.permute(self, *reversed(range(self.ndim))))  # all axes reversed
 
     # -- math as methods, as PyTorch's: x.exp() is elementwise.exp(x), x.sum(1) is reductions.sum(x, 1) --
     add, sub, mul, div, pow, neg, matmul = __add__, __sub__, __mul__, __truediv__, __pow__, __neg__, __matmul__
@@ -364,7 +364,8 @@ class Tensor:
 
     # shapes and dims as varargs, x.reshape(2, 3) or x.reshape((2, 3)), as in PyTorch
     def reshape(self, *shape: int) -> Tensor: return shapes.reshape(self, *shape)
-    def transpose(self, *axes: int) -> Tensor: return shapes.transpose(self, *axes)
+    def transpose(self, dim0: int, dim1: int) -> Tensor: return shapes.transpose(self, dim0, dim1)
+    def permute(self, *dims: int) -> Tensor: return shapes.permute(self, *dims)
     def expand(self, *sizes: int) -> Tensor: return shapes.expand(self, *sizes)
     def repeat(self, *sizes: int) -> Tensor: return shapes.repeat(self, *sizes)
     def flip(self, *dims: int) -> Tensor: return shapes.flip(self, dims[0] if len(dims) == 1 else dims)

@@ -73,9 +73,9 @@ class MultiHeadSelfAttention(nn.Module):
         q, k, v = qkv.split(C, dim=-1)  # each (B, T, C); one node, whose backward writes one (B, T, 3C) gradient
 
         # multi-head split: head h owns channels [h*hs, (h+1)*hs) of each
-        q = q.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)
-        k = k.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)
-        v = v.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)
+        q = q.reshape(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
+        k = k.reshape(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
+        v = v.reshape(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
 
         # positions (LLaMA): turn q and k by their position's angles; a cache holds the positions before x
         if self.rotary is not None:
@@ -86,7 +86,7 @@ class MultiHeadSelfAttention(nn.Module):
         T_k = k.shape[2]
 
         # step 1, scores: each query against every key, divided by sqrt(d_k) to keep softmax well scaled
-        scores = (q @ k.transpose(0, 1, 3, 2)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T_k)
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T_k)
 
         # step 2, causal mask: a position may not look at later positions (their scores become -inf)
         scores = F.masked_fill(scores, F.causal_mask(T, T_k, device=x.device), float("-inf"))
@@ -98,7 +98,7 @@ class MultiHeadSelfAttention(nn.Module):
         out = self.attn_dropout(weights) @ v  # (B, nh, T, hs)
 
         # merge the heads back side by side, then the output projection
-        out = out.transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, T, C)
+        out = out.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
         if cache is not None:  # each step's result, under the names used here (explain prints them)
             cache.trace = {"q": q, "k": k, "v": v, "scores": scores, "weights": weights, "out": out}
         return self.resid_dropout(self.proj(out))  # (B, T, C)

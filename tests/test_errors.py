@@ -60,9 +60,28 @@ def test_reshape_to_wrong_size(rand) -> None:
 
 
 @pytest.mark.parametrize("axes", [(0, 0), (0, 5), (0,), (0, 1, 2), (-3, 1)])
-def test_transpose_with_bad_axes(rand, axes) -> None:
-    with pytest.raises(ValueError, match=shapes("transpose", str(axes), "2 dimensions")):
-        rand(2, 3).transpose(*axes)
+def test_permute_with_bad_axes(rand, axes) -> None:
+    with pytest.raises(ValueError, match=shapes("permute", str(axes), "2 dimensions")):
+        rand(2, 3).permute(*axes)
+
+
+@pytest.mark.parametrize("dims", [(0, 2), (-3, 1)])
+def test_transpose_with_a_dim_out_of_range(rand, dims) -> None:
+    with pytest.raises(ValueError, match=shapes("transpose", f"dim {dims[0] if dims[0] == -3 else dims[1]}", "(2, 3)")):
+        rand(2, 3).transpose(*dims)
+
+
+def test_transpose_swaps_two_dims_as_torch_does(rand) -> None:
+    """x.transpose(0, 1) swaps; NumPy's x.transpose(0, 1) would be the identity permutation of a matrix."""
+    x = rand(2, 3)
+    assert x.transpose(0, 1).shape == (3, 2)
+    assert x.transpose(1, 0).shape == (3, 2)
+    np.testing.assert_array_equal(backend.to_numpy(x.transpose(0, 1).data), backend.to_numpy(x.data).T)
+    y = rand(2, 3, 4)
+    assert y.transpose(-2, -1).shape == (2, 4, 3)
+    assert y.permute(2, 0, 1).shape == (4, 2, 3)
+    with pytest.raises(TypeError):
+        y.transpose(0, 2, 1)  # a whole permutation is permute's job
 
 
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])

@@ -108,7 +108,7 @@ def test_trace_attention_records_every_layer_s_steps(device, arch):
     for trace in traces:
         q, k, v, scores, weights, out = (trace[n].numpy() for n in ("q", "k", "v", "scores", "weights", "out"))
         assert q.shape == k.shape == v.shape == (2, 2, 5, 4) and weights.shape == scores.shape == (2, 2, 5, 5)
-        raw = q @ k.transpose(0, 1, 3, 2) / np.sqrt(4)
+        raw = q @ k.swapaxes(-2, -1) / np.sqrt(4)
         future = np.triu(np.ones((5, 5), dtype=bool), k=1)
         np.testing.assert_allclose(scores[..., ~future], raw[..., ~future], rtol=0, atol=1e-12)
         assert np.isneginf(scores[..., future]).all()
@@ -333,10 +333,10 @@ def test_rotary_turns_each_channel_pair_by_position_times_its_angle():
 def test_rotary_scores_depend_on_relative_position_only():
     q, k = rand_heads(seed=1), rand_heads(seed=2)
     rope = RotaryEmbedding(4)
-    scores = (rope(q, 0) @ rope(k, 0).transpose(0, 1, 3, 2)).numpy()
-    shifted = (rope(q, 7) @ rope(k, 7).transpose(0, 1, 3, 2)).numpy()  # every position 7 later
+    scores = (rope(q, 0) @ rope(k, 0).transpose(-2, -1)).numpy()
+    shifted = (rope(q, 7) @ rope(k, 7).transpose(-2, -1)).numpy()  # every position 7 later
     np.testing.assert_allclose(shifted, scores, rtol=0, atol=1e-12)
-    apart = (rope(q, 7) @ rope(k, 0).transpose(0, 1, 3, 2)).numpy()  # queries 7 later than keys: differs
+    apart = (rope(q, 7) @ rope(k, 0).transpose(-2, -1)).numpy()  # queries 7 later than keys: differs
     assert np.abs(apart - scores).max() > 1e-3
 
 

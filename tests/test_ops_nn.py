@@ -230,7 +230,7 @@ def test_rms_norm_refuses_shapes_that_do_not_fit(rand) -> None:
 
 def composed_weights(q, k, hidden=None):
     """The steps written out, as models/attention.py does: scores, mask, softmax."""
-    scores = (q @ k.transpose(*range(k.ndim - 2), k.ndim - 1, k.ndim - 2)) * (1 / np.sqrt(q.shape[-1]))
+    scores = (q @ k.transpose(-2, -1)) * (1 / np.sqrt(q.shape[-1]))
     if hidden is not None:
         scores = F.masked_fill(scores, hidden, float("-inf"))
     return F.softmax(scores, axis=-1)
