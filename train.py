@@ -439,4 +439,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     fast.keep_large_blocks_in_heap()  # speed: big freed blocks are reused in a whole run (docs/performance.md)
+    fast.enable()  # speed: fused passes of GELU, softmax and layer norm, the same formulas (minigrad/fast.py)
     sys.exit(main())

@@ -94,10 +94,12 @@ def _timed(fn: Any, device: str) -> float:
 # ---- the steps ----
 
 def minigrad_speed_settings() -> None:
-    """minigrad's opt-in process-wide speed setting (minigrad/fast.py), as train.py turns it on: called in
-    minigrad's worker processes only, never in PyTorch's, which run with glibc's defaults as PyTorch's
-    users do. (The fused AdamW, the other opt-in, is chosen in `minigrad_setup`.)"""
+    """minigrad's opt-in process-wide speed settings (minigrad/fast.py), as train.py turns them on: the heap
+    setting and the fused passes of GELU, softmax and layer norm (fast.enable). Called in minigrad's worker
+    processes only, never in PyTorch's, which run with glibc's defaults as PyTorch's users do. (The fused
+    AdamW, the other opt-in, is chosen in `minigrad_setup`.)"""
     fast.keep_large_blocks_in_heap()
+    fast.enable()
 
 
 def minigrad_setup(c: dict[str, int], device: str = "cpu") -> tuple[GPT, Any, Any, Any]:
@@ -319,6 +321,7 @@ def worker(kind: str, name: str, steps: int, warmup: int, device: str, threads: 
     if kind == "ceiling":
         return {"gflops": matmul_ceiling(device)}
     if kind == "float64":
+        fast.enable()  # the passes that are timed
         model, _, x, y = minigrad_setup(CONFIGS[name], device)
         return {"float64_free": float64_free(model, x, y)}
     if kind == "profile":

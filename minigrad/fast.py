@@ -6,6 +6,15 @@
   computed in place, chunk by chunk, on every CPU core, with one scratch buffer per thread.
 - `run_parallel` and `chunk_size`: the thread pool and the chunking behind it.
 - `share_cores(n)`: for n processes training side by side on one machine (mpiexec), a share each.
+- `enable()` / `disable()`: fused forward and backward passes of GELU (tanh), softmax and layer norm,
+  installed on their Function classes in place of the plain ones (train.py and the benchmark call
+  enable). Each computes its primitive's formula with fewer passes and temporaries: row sums as a
+  product with a vector of ones (BLAS), GELU's derivative computed in forward, while the data is in
+  cache, so that its backward is one multiplication. The plain passes in functional.py and
+  normalization.py stay what a reader reads; tests/test_fast.py checks both give the same numbers.
+  Measured on a 2-core EPYC against the plain passes: forward + backward of GELU 2.0x, softmax 1.5x,
+  layer norm 1.4x as fast at the medium benchmark's shapes (one process, alternating); a whole
+  training step 11% faster at tiny and small, 2% at medium (fresh processes, alternating, 3 pairs).
 """
 
 from __future__ import annotations
@@ -141,21 +150,216 @@ def fused_adamw_step(opt: Any) -> None:
 
 def _adamw_in_place(p: Any, g: Any, m: Any, v: Any, tmp: Any, group: dict[str, Any], t: int) -> None:
     """p -= lr * wd * p;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
-    p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), with every result written in place."""
+    p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), with every result written in place,
+    in 12 passes over the piece (13 with weight decay): m = b1 (m - g) + g, v = b2 (v - g^2) + g^2, and
+    the bias corrections folded into two constants, lr sqrt(1 - b2^t) / (1 - b1^t) and eps sqrt(1 - b2^t)."""
     xp = backend.get_array_module(p)
     lr, (b1, b2) = group["lr"], group["betas"]
+    root = math.sqrt(1 - b2**t)
     if group["weight_decay"]:
         p *= 1 - lr * group["weight_decay"]
+    m -= g
     m *= b1
-    xp.multiply(g, 1 - b1, out=tmp)
-    m += tmp
-    v *= b2
+    m += g
     xp.multiply(g, g, out=tmp)
-    tmp *= 1 - b2
+    v -= tmp
+    v *= b2
     v += tmp
-    xp.sqrt(v, out=tmp)  # the denominator, sqrt(v / (1 - b2^t)) + eps, built in tmp
-    tmp *= 1 / math.sqrt(1 - b2**t)
-    tmp += group["eps"]
+    xp.sqrt(v, out=tmp)  # the denominator, sqrt(v) + eps sqrt(1 - b2^t), built in tmp
+    tmp += group["eps"] * root
     xp.divide(m, tmp, out=tmp)
-    tmp *= lr / (1 - b1**t)
+    tmp *= lr * root / (1 - b1**t)
     p -= tmp
+
+
+# ---- fused passes for the transformer's elementwise primitives (fast.enable) ----
+
+# Elements per GELU block: a block of the input and its temporaries stay in cache, so each pass after
+# the first reads cache rather than memory (2^17 measured best of 2^14, 2^17, 2^22 at the medium size).
+_BLOCK = 1 << 17
+_PLAIN: dict[tuple[type, str], Any] = {}  # (class, method) -> the plain method that fast.enable replaced
+
+
+def _row_blocks(rows: int, row_len: int, device: str) -> list[slice]:
+    """Ranges of whole rows of about _BLOCK elements each (at least one row); on the GPU, one range."""
+    step = rows if device == "cuda" else max(1, _BLOCK // max(row_len, 1))
+    return [slice(start, start + step) for start in range(0, rows, step)]
+
+
+def _rows(a: Any) -> Any:
+    """a as (N, last axis): a view where a is contiguous."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1]) if a.ndim else a.reshape(1, 1)
+
+
+_GELU_C, _GELU_K = math.sqrt(2 / math.pi), 0.044715
+
+
+def _gelu_tanh_forward(self: Any, x: Any) -> Any:
+    """GeluFunction.forward block by block; saves dy/dx (computed here, in cache) instead of x and t, so
+    backward is one multiplication. With h = 0.5 (1 + t), y = x h and 0.5 x (1 - t^2) = y (2 - 2h) / 2:
+    dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 k x^2) = h + y (1 - h) (2c + 6ck x^2). 14 passes."""
+    if x.size == 0:
+        return _PLAIN[type(self), "forward"](self, x)
+    xp = backend.get_array_module(x)
+    x2 = _rows(x)
+    y = xp.empty(x2.shape, dtype=x.dtype)
+    slope = xp.empty_like(y) if self.needs_input_grad else None
+    blocks = _row_blocks(*x2.shape, backend.device_of(x))
+    a, h = (xp.empty((blocks[0].stop, x2.shape[1]), dtype=x.dtype) for _ in range(2))
+    for rows in blocks:
+        xb, yb = x2[rows], y[rows]
+        ab, hb = a[: len(xb)], h[: len(xb)]
+        xp.multiply(xb, xb, out=ab)  # x^2
+        xp.multiply(ab, _GELU_K * _GELU_C, out=hb)
+        hb += _GELU_C
+        hb *= xb  # u = c (x + k x^3)
+        xp.tanh(hb, out=hb)
+        hb *= 0.5
+        hb += 0.5  # h = 0.5 (1 + t)
+        xp.multiply(xb, hb, out=yb)  # y = x h
+        if slope is not None:
+            sb = slope[rows]
+            ab *= 6 * _GELU_K * _GELU_C
+            ab += 2 * _GELU_C  # 2c (1 + 3 k x^2)
+            xp.subtract(1, hb, out=sb)
+            sb *= yb
+            sb *= ab
+            sb += hb
+    self.slope = None if slope is None else slope.reshape(x.shape)
+    return y.reshape(x.shape)
+
+
+def _gelu_tanh_backward(self: Any, dout: Any) -> tuple[Any]:
+    if "slope" not in vars(self):  # an empty input: the plain forward ran
+        return _PLAIN[type(self), "backward"](self, dout)
+    return (dout * self.slope,)
+
+
+def _row_sums(a: Any) -> Any:
+    """Sums of the rows of a (N, L), as (N, 1): one matrix-vector product with ones (BLAS), several times
+    faster here than NumPy's sum along a short last axis, which it runs row by row."""
+    xp = backend.get_array_module(a)
+    return (a @ xp.ones(a.shape[1], dtype=a.dtype))[:, None]
+
+
+def _column_sums(a: Any) -> Any:
+    """Sums of the columns of a (N, L), as (L,): ones @ a."""
+    return backend.get_array_module(a).ones(a.shape[0], dtype=a.dtype) @ a
+
+
+def _row_max(a: Any) -> Any:
+    """Maxima of the rows of a (N, L), as (N, 1), exactly those of a.max(axis=1): each row's halves folded
+    together with maximum, as passes over the whole array that NumPy vectorises."""
+    xp = backend.get_array_module(a)
+    width = a.shape[1]
+    while width > 1:
+        half = (width + 1) // 2
+        folded = xp.empty((a.shape[0], half), dtype=a.dtype)
+        xp.maximum(a[:, : width - half], a[:, half:width], out=folded[:, : width - half])
+        if 2 * half > width:  # odd width: the middle column has no partner
+            folded[:, width - half:] = a[:, width - half:half]
+        a, width = folded, half
+    return a[:, :1].copy()
+
+
+def _softmax_forward(self: Any, x: Any, axis: int) -> Any:
+    """SoftmaxFunction.forward along the last axis, in place in the result, with fast row max and sums."""
+    if axis % x.ndim != x.ndim - 1:
+        return _PLAIN[type(self), "forward"](self, x, axis)
+    xp = backend.get_array_module(x)
+    x2 = _rows(x)
+    y = xp.subtract(x2, _row_max(x2))
+    xp.exp(y, out=y)
+    y /= _row_sums(y)
+    self.y, self.axis = y.reshape(x.shape), axis
+    return self.y
+
+
+def _softmax_backward(self: Any, dout: Any) -> tuple[Any]:
+    """dx = y * (dout - sum(dout * y)), in place in dx."""
+    if self.axis % dout.ndim != dout.ndim - 1:
+        return _PLAIN[type(self), "backward"](self, dout)
+    xp = backend.get_array_module(dout)
+    y2, d2 = _rows(self.y), _rows(dout)
+    dx = xp.multiply(d2, y2)
+    xp.subtract(d2, _row_sums(dx), out=dx)
+    dx *= y2
+    return (dx.reshape(dout.shape),)
+
+
+def _layer_norm_forward(self: Any, x: Any, *affine: Any, eps: float) -> Any:
+    """LayerNormFunction.forward with fast row sums, in place in x-hat and y."""
+    if x.size == 0:  # the plain pass gives what NumPy gives (nan for rows of no values)
+        return _PLAIN[type(self), "forward"](self, x, *affine, eps=eps)
+    xp = backend.get_array_module(x)
+    x2 = _rows(x)
+    inv_c = 1 / x2.shape[1]
+    xhat = xp.subtract(x2, _row_sums(x2) * inv_c)
+    y = xp.multiply(xhat, xhat)  # the squares, in y's memory until y is computed
+    rstd = _row_sums(y)
+    rstd *= inv_c
+    rstd += eps
+    xp.sqrt(rstd, out=rstd)
+    xp.reciprocal(rstd, out=rstd)
+    xhat *= rstd
+    if affine:
+        xp.multiply(xhat, affine[0], out=y)
+        if len(affine) == 2:
+            y += affine[1]
+    else:
+        y = xhat
+    self.xhat, self.rstd = xhat.reshape(x.shape), rstd.reshape(x.shape[:-1] + (1,))
+    self.w = affine[0] if affine else None
+    return y.reshape(x.shape)
+
+
+def _layer_norm_backward(self: Any, dout: Any) -> tuple[Any, ...]:
+    """dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), with fast row and column sums."""
+    if dout.size == 0:
+        return _PLAIN[type(self), "backward"](self, dout)
+    xp = backend.get_array_module(dout)
+    h2, d2, w = _rows(self.xhat), _rows(dout), self.w
+    inv_c = 1 / h2.shape[1]
+    tmp = xp.multiply(d2, h2)
+    if w is not None:
+        dw, db = _column_sums(tmp), _column_sums(d2)
+        dx = xp.multiply(d2, w)  # dxhat
+        xp.multiply(dx, h2, out=tmp)
+    else:
+        dx = d2.copy()
+    proj = _row_sums(tmp)
+    proj *= inv_c
+    centre = _row_sums(dx)
+    centre *= inv_c
+    xp.multiply(h2, proj, out=tmp)
+    tmp += centre
+    dx -= tmp
+    dx *= _rows(self.rstd)
+    dx = dx.reshape(dout.shape)
+    return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
+
+
+def _fused() -> dict[tuple[type, str], Any]:
+    from minigrad.functional import GeluFunction, SoftmaxFunction
+    from minigrad.normalization import LayerNormFunction
+
+    return {(GeluFunction, "forward"): _gelu_tanh_forward, (GeluFunction, "backward"): _gelu_tanh_backward,
+            (SoftmaxFunction, "forward"): _softmax_forward, (SoftmaxFunction, "backward"): _softmax_backward,
+            (LayerNormFunction, "forward"): _layer_norm_forward,
+            (LayerNormFunction, "backward"): _layer_norm_backward}
+
+
+def enable() -> None:
+    """Replace the forward and backward of GELU (tanh), softmax and layer norm by the fused passes
+    above (process-wide, until disable()). Each computes its primitive's formula, block by block in
+    cache, with fewer temporaries; tests/test_fast.py checks each equals the plain one to float rounding."""
+    for (cls, method), fn in _fused().items():
+        _PLAIN.setdefault((cls, method), vars(cls)[method])
+        setattr(cls, method, fn)
+
+
+def disable() -> None:
+    """Put the plain forward and backward passes back."""
+    for (cls, method), fn in _PLAIN.items():
+        setattr(cls, method, fn)
+    _PLAIN.clear()

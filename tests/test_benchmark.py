@@ -17,10 +17,16 @@ TINY = ["--configs", "tiny", "--pairs", "1", "--steps", "2", "--warmup", "1"]
 NO_TORCH = "PyTorch is not installed: pip install 'minigrad[torch]' to run the benchmark against it"
 
 
+@pytest.mark.parametrize("fused", [False, True], ids=["plain passes", "fast.enable"])
 @pytest.mark.parametrize("config", ["tiny", "small"])
-def test_float32_training_step_makes_no_float64_array(config):
+def test_float32_training_step_makes_no_float64_array(config, fused):
     model, _, x, y = bench.minigrad_setup(bench.CONFIGS[config])
-    assert bench.float64_free(model, x, y)
+    if fused:
+        bench.fast.enable()
+    try:
+        assert bench.float64_free(model, x, y)
+    finally:
+        bench.fast.disable()
 
 
 def test_the_float64_detector_can_fail(monkeypatch):
@@ -85,17 +91,19 @@ def test_benchmark_against_torch_in_separate_processes_with_the_same_threads(tmp
     assert "PyTorch SDPA" in printed and "pairs: 1" in printed and "torch.set_num_threads(1)" in printed
 
 
-def test_heap_setting_is_turned_on_in_minigrad_workers_only(monkeypatch):
+def test_heap_setting_and_fused_passes_are_turned_on_in_minigrad_workers_only(monkeypatch):
     torch = pytest.importorskip("torch", reason=NO_TORCH)
     calls = []
-    monkeypatch.setattr(bench.fast, "keep_large_blocks_in_heap", lambda: calls.append(True))
+    monkeypatch.setattr(bench.fast, "keep_large_blocks_in_heap", lambda: calls.append("heap"))
+    monkeypatch.setattr(bench.fast, "enable", lambda: calls.append("fused"))  # not in this test process
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # leave this test process's threads alone
     made = {}
     for kind in ("minigrad", "profile", "torch", "torch-sdpa", "float64"):
         calls.clear()
         bench.worker(kind, "tiny", steps=1, warmup=0, device="cpu", threads=1)
-        made[kind] = len(calls)
-    assert made == {"minigrad": 1, "profile": 1, "torch": 0, "torch-sdpa": 0, "float64": 0}
+        made[kind] = sorted(calls)
+    both, neither = ["fused", "heap"], []
+    assert made == {"minigrad": both, "profile": both, "torch": neither, "torch-sdpa": neither, "float64": ["fused"]}
 
 
 def test_a_failing_worker_says_which_and_why():
