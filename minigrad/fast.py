@@ -248,18 +248,12 @@ def _column_sums(a: Any) -> Any:
 
 
 def _row_max(a: Any) -> Any:
-    """Maxima of the rows of a (N, L), as (N, 1), exactly those of a.max(axis=1): each row's halves folded
-    together with maximum, as passes over the whole array that NumPy vectorises."""
-    xp = backend.get_array_module(a)
-    width = a.shape[1]
-    while width > 1:
-        half = (width + 1) // 2
-        folded = xp.empty((a.shape[0], half), dtype=a.dtype)
-        xp.maximum(a[:, : width - half], a[:, half:width], out=folded[:, : width - half])
-        if 2 * half > width:  # odd width: the middle column has no partner
-            folded[:, width - half:] = a[:, width - half:half]
-        a, width = folded, half
-    return a[:, :1].copy()
+    """Maxima of the rows of a (N, L), as (N, 1), exactly a.max(axis=1, keepdims=True). NumPy reduces
+    along a short last axis row by row; rows of up to 64 are faster transposed, reduced column-wise
+    (measured, (4096, 32): 0.08 against 0.22 ms; longer rows not: (16384, 128): 2.8 against 1.3 ms)."""
+    if a.shape[1] <= 64 and backend.device_of(a) == "cpu":
+        return backend.get_array_module(a).ascontiguousarray(a.T).max(axis=0)[:, None]
+    return a.max(axis=1, keepdims=True)
 
 
 def _softmax_forward(self: Any, x: Any, axis: int) -> Any:
@@ -339,20 +333,50 @@ def _layer_norm_backward(self: Any, dout: Any) -> tuple[Any, ...]:
     return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
 
 
+def _cross_entropy_forward(self: Any, logits: Any, targets: Any, counted: Any, smoothing: float,
+                           reduction: str) -> Any:
+    """CrossEntropyFunction.forward with one exp instead of two: probs = exp(x - max) / sum, and
+    -log softmax(x)[t] = log(sum) - (x - max)[t], from the same sums."""
+    from minigrad.losses import _reduce
+
+    xp = backend.get_array_module(logits)
+    x2 = _rows(logits)
+    rows = xp.arange(x2.shape[0])
+    probs = xp.subtract(x2, _row_max(x2))  # shifted logits, then their exps, then probs, in one array
+    losses = -probs[rows, targets]  # (N,)
+    if smoothing:
+        mean_shifted = _row_sums(probs)[:, 0] * (1 / x2.shape[1])
+    xp.exp(probs, out=probs)
+    sums = _row_sums(probs)  # (N, 1)
+    log_sums = xp.log(sums[:, 0])
+    losses += log_sums  # -log softmax(x)[t]
+    if smoothing:  # -sum_c q_c log softmax(x)_c, q = (1 - eps) one_hot + eps / V
+        losses = (1 - smoothing) * losses - smoothing * (mean_shifted - log_sums)
+    losses *= counted
+    probs /= sums
+    self.probs = probs
+    self.rows, self.targets, self.counted, self.n = rows, targets, counted, counted.sum()
+    self.smoothing, self.reduction, self.logits_shape = smoothing, reduction, logits.shape
+    return _reduce(losses, reduction, self.n, logits.shape[:-1])
+
+
 def _fused() -> dict[tuple[type, str], Any]:
     from minigrad.functional import GeluFunction, SoftmaxFunction
+    from minigrad.losses import CrossEntropyFunction
     from minigrad.normalization import LayerNormFunction
 
     return {(GeluFunction, "forward"): _gelu_tanh_forward, (GeluFunction, "backward"): _gelu_tanh_backward,
             (SoftmaxFunction, "forward"): _softmax_forward, (SoftmaxFunction, "backward"): _softmax_backward,
             (LayerNormFunction, "forward"): _layer_norm_forward,
-            (LayerNormFunction, "backward"): _layer_norm_backward}
+            (LayerNormFunction, "backward"): _layer_norm_backward,
+            (CrossEntropyFunction, "forward"): _cross_entropy_forward}
 
 
 def enable() -> None:
-    """Replace the forward and backward of GELU (tanh), softmax and layer norm by the fused passes
-    above (process-wide, until disable()). Each computes its primitive's formula, block by block in
-    cache, with fewer temporaries; tests/test_fast.py checks each equals the plain one to float rounding."""
+    """Replace the forward and backward of GELU (tanh), softmax and layer norm, and the forward of
+    cross-entropy, by the fused passes above (process-wide, until disable()). Each computes its
+    primitive's formula with fewer passes and temporaries; tests/test_fast.py checks each equals the
+    plain one to float rounding."""
     for (cls, method), fn in _fused().items():
         _PLAIN.setdefault((cls, method), vars(cls)[method])
         setattr(cls, method, fn)

@@ -1,7 +1,8 @@
-"""fast.enable(): the fused forward and backward passes of GELU (tanh), softmax and layer norm give the
-plain passes' values and gradients to float rounding, in float32 and float64, on rows split over
-several blocks (the block size is lowered so that small shapes cross block boundaries, with a last
-block that is not full), and disable() puts the plain passes back.
+"""fast.enable(): the fused forward and backward passes of GELU (tanh), softmax and layer norm, and the
+fused forward of cross-entropy, give the plain passes' values and gradients to float rounding, in
+float32 and float64 (GELU's rows split over several blocks: the block size is lowered so that small
+shapes cross block boundaries, with a last block that is not full; rows short and long, masked,
+ignored targets, empty inputs), and disable() puts the plain passes back.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ import minigrad as mg
 from minigrad import backend, fast
 from minigrad import functional as F
 from minigrad.functional import GeluFunction, SoftmaxFunction
+from minigrad.losses import CrossEntropyFunction
 from minigrad.normalization import LayerNormFunction
+
+TARGETS = np.array([[0, 3, -1, 9], [9, 9, 1, -1], [2, -1, 5, 4]])  # (3, 4); -1: ignored
 
 CASES = {
     "gelu": (lambda x: F.gelu(x, approximate="tanh"), [(3, 7, 10)]),
@@ -23,8 +27,17 @@ CASES = {
     "layer_norm": (lambda x, w, b: F.layer_norm(x, w, b), [(5, 7, 12), (12,), (12,)]),
     "layer_norm, weight only": (lambda x, w: F.layer_norm(x, w), [(9, 12), (12,)]),
     "layer_norm, no affine": (lambda x: F.layer_norm(x), [(3, 4, 12)]),
+    "softmax, short rows": (lambda x: F.softmax(x), [(5, 70)]),
+    "softmax, long rows": (lambda x: F.softmax(x), [(5, 3, 130)]),
     "gelu, empty": (lambda x: F.gelu(x, approximate="tanh"), [(0, 5)]),
     "layer_norm, no rows": (lambda x, w, b: F.layer_norm(x, w, b), [(0, 12), (12,), (12,)]),
+    "cross_entropy": (lambda x: F.cross_entropy(x, TARGETS, ignore_index=-1), [(3, 4, 10)]),
+    "cross_entropy, smoothing, sum": (lambda x: F.cross_entropy(x, TARGETS, ignore_index=-1, reduction="sum",
+                                                                label_smoothing=0.1), [(3, 4, 10)]),
+    "cross_entropy, none": (lambda x: F.cross_entropy(x, TARGETS, ignore_index=-1, reduction="none"), [(3, 4, 10)]),
+    "cross_entropy, every target ignored": (lambda x: F.cross_entropy(x, np.full((3, 4), -1), ignore_index=-1),
+                                            [(3, 4, 10)]),
+    "cross_entropy, long rows": (lambda x: F.cross_entropy(x, TARGETS % 9, label_smoothing=0.2), [(3, 4, 100)]),
 }
 
 
@@ -39,7 +52,7 @@ def _run(fn, shapes, dtype, device, seed=0):
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    monkeypatch.setattr(fast, "_BLOCK", 20)  # rows of 9..12 elements: two rows a block, a partial last one
+    monkeypatch.setattr(fast, "_BLOCK", 20)  # GELU's rows of 10: two rows a block, a partial last one
     yield
     fast.disable()
 
@@ -59,7 +72,7 @@ def test_fused_pass_equals_plain(case, dtype, device, small_blocks):
 
 def test_enable_installs_and_disable_restores():
     plain = {cls: (vars(cls)["forward"], vars(cls)["backward"])
-             for cls in (GeluFunction, SoftmaxFunction, LayerNormFunction)}
+             for cls in (GeluFunction, SoftmaxFunction, LayerNormFunction, CrossEntropyFunction)}
     fast.enable()
     fast.enable()  # twice: still one set of plain passes to go back to
     try:
