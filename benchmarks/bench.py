@@ -428,8 +428,9 @@ def print_header(args: argparse.Namespace, versions: dict[str, Any]) -> None:
           f"{torch_info}; device {args.device}")
     same = (f"same weights (minigrad's seed-0 init, copied into PyTorch); same threads: "
             f"OMP/OPENBLAS/MKL_NUM_THREADS={args.threads} in every process and torch.set_num_threads({args.threads});\n"
-            "     minigrad's heap setting on in minigrad's processes only; PyTorch = eager, written-out attention "
-            "(models/torch_reference.py);\n     PyTorch SDPA = eager with F.scaled_dot_product_attention")
+            "     minigrad's heap setting and fused passes (fast.enable) on in minigrad's processes only;\n"
+            "     PyTorch = eager, written-out attention (models/torch_reference.py); "
+            "PyTorch SDPA = eager with F.scaled_dot_product_attention")
     if args.profile:
         print(f"how: one fresh process per framework and config; {same}\n", flush=True)
         return
