@@ -353,10 +353,14 @@ def run_training(args: argparse.Namespace, settings: dict[str, Any], task: Task,
                 for group in opt.param_groups:
                     group["lr"] = lr
                 x, y = batch_arrays(*data.train_batch(data_rng, settings["batch_size"]))
-                share = scored_share(y, rows)
-                loss_value = train_step(model, opt, x[rows], y[rows], settings["grad_clip"],
-                                        None if world.size == 1 else partial(sum_shares, world, share))
-                loss_value, stopping = agree(world, loss_value * share, stop.requested)
+                if world.size == 1:
+                    loss_value = train_step(model, opt, x, y, settings["grad_clip"])
+                    stopping = stop.requested
+                else:  # this rank's rows; its gradients and loss, weighted by its share, summed over the ranks
+                    share = scored_share(y, rows)
+                    loss_value = train_step(model, opt, x[rows], y[rows], settings["grad_clip"],
+                                            partial(sum_shares, world, share))
+                    loss_value, stopping = agree(world, loss_value * share, stop.requested)
                 step += 1
                 train_time += time.perf_counter() - start
                 trained_tokens += x.size
