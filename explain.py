@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from checkpoint import CHECKPOINT, HELDOUT_SEED, UsageError, load_checkpoint, prompt_ids, restore, run_cli
-from minigrad import nn
+from minigrad import backend, nn
 from tasks import Task, split
 
 
@@ -40,7 +40,7 @@ def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
                                             "furthest back)")
     p.add_argument("--query", type=int, help="position whose attention is explained (default: the task's focus, "
                                              "such as 被 in the sentences task, else the last)")
-    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--device", choices=list(backend.DEVICES), default="cpu")
     p.add_argument("--png", metavar="FILE", help="also draw every head's attention weights (needs matplotlib)")
     args = p.parse_args(argv)
     if args.png:

@@ -20,6 +20,7 @@ import numpy as np
 
 import minigrad as mg
 from checkpoint import CHECKPOINT, UsageError, load_checkpoint, prompt_ids, restore, run_cli
+from minigrad import backend
 
 
 def sample_main(argv: Sequence[str], prog: str = "sample.py") -> int:
@@ -32,7 +33,7 @@ def sample_main(argv: Sequence[str], prog: str = "sample.py") -> int:
                    help="above 0: below 1 sharper, above 1 more random (default 1.0); --top-k 1 is greedy")
     p.add_argument("--top-k", type=int, help="sample only among the k likeliest tokens (default: all)")
     p.add_argument("--seed", type=int, default=1337, help="seeds the sampling (default 1337)")
-    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--device", choices=list(backend.DEVICES), default="cpu")
     args = p.parse_args(argv)
     check_sampling(args)
 
