@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from minigrad import backend
+from minigrad.matmul import as_rows
 
 # ---- allocator: keep large training temporaries in the heap ----
 
@@ -187,8 +188,8 @@ def _row_blocks(rows: int, row_len: int, device: str) -> list[slice]:
 
 
 def _rows(a: Any) -> Any:
-    """a as (N, last axis): a view where a is contiguous."""
-    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1]) if a.ndim else a.reshape(1, 1)
+    """a as (N, last axis): a view where a is contiguous; a 0-d array (GELU's input can be) as (1, 1)."""
+    return as_rows(a) if a.ndim else a.reshape(1, 1)
 
 
 _GELU_C, _GELU_K = math.sqrt(2 / math.pi), 0.044715
