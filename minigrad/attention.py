@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from minigrad import backend, elementwise  # the module, not its names: any import order works
+from minigrad import backend, elementwise, functional  # the modules, not their names: any import order works
 from minigrad.dims import broadcasts_to
 from minigrad.dtypes import check_float
 from minigrad.shapes import _aux_array
@@ -67,8 +67,7 @@ class ScaledDotProductAttentionFunction(Function):
         p /= sums
         self.q, self.k, self.v, self.p, self.scale, self.drop = q, k, v, p, scale, None
         if dropout_p:
-            keep = backend.generator(backend.device_of(q)).random(p.shape, dtype=p.dtype) >= dropout_p
-            self.drop = keep * p.dtype.type(1 / (1 - dropout_p)) if dropout_p < 1 else keep.astype(p.dtype)
+            self.drop = functional._dropout_scale(p, dropout_p)
             return (p * self.drop) @ v
         return p @ v
 

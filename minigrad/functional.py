@@ -274,12 +274,18 @@ class DropoutFunction(Function):
     """y = x * keep / (1 - p), keep ~ Bernoulli(1 - p);  dx = dout * keep / (1 - p)"""
 
     def forward(self, x, p):
-        keep = backend.generator(backend.device_of(x)).random(x.shape, dtype=x.dtype) >= p
-        self.scale = keep * x.dtype.type(1 / (1 - p)) if p < 1 else keep.astype(x.dtype)
+        self.scale = _dropout_scale(x, p)
         return x * self.scale
 
     def backward(self, dout):
         return (dout * self.scale,)
+
+
+def _dropout_scale(x: Any, p: float) -> Any:
+    """keep / (1 - p), keep ~ Bernoulli(1 - p), an array like x (all 0 when p = 1): what dropout
+    multiplies by, here and in scaled_dot_product_attention's weights."""
+    keep = backend.generator(backend.device_of(x)).random(x.shape, dtype=x.dtype) >= p
+    return keep * x.dtype.type(1 / (1 - p)) if p < 1 else keep.astype(x.dtype)
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
