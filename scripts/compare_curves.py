@@ -26,6 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import train  # noqa: E402
+from checkpoint import DTYPES  # noqa: E402
 from minigrad import backend  # noqa: E402
 
 
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--devices", nargs=2, default=["cpu", "cuda"], choices=list(backend.DEVICES))
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--eval-interval", type=int, default=5)
-    p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    p.add_argument("--dtype", choices=DTYPES, default="float32")
     p.add_argument("--rtol", type=float, default=None,
                    help="largest relative difference allowed (default 1e-3 in float32, 1e-8 in float64)")
     p.add_argument("--out", help="folder for the two runs' checkpoints (default: a temporary one)")
