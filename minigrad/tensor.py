@@ -75,10 +75,15 @@ class Function:
     parents: tuple[Function | Tensor | None, ...] | None = ()
     needs_input_grad: tuple[bool, ...] = ()
     _hooks: tuple[Any, ...] = ()  # register_hook / retain_grad on the tensor this node computed
+    _op = "function"  # the name in error messages, set once per subclass: LinearFunction -> "linear"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._op = cls.__name__.removesuffix("Function").lower()
 
     @classmethod
     def apply(cls, *inputs: Tensor, **options: Any) -> Tensor | tuple[Tensor, ...]:
-        op = cls.__name__.removesuffix("Function").lower()  # LinearFunction -> "linear", in error messages
+        op = cls._op
         for i, t in enumerate(inputs):
             if not isinstance(t, Tensor):
                 raise TypeError(f"{op}: input {i} is a {type(t).__name__}, not a tensor; wrap it with mg.tensor()")
