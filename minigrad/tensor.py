@@ -431,8 +431,7 @@ def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
             if owned:
                 total += dx  # speed: in place, as this array is ours (not a new array per extra use)
             else:
-                total = _array(total + dx)
-            grads[id(parent)] = (total, True)  # stored again, so a sum that += could not make in place is kept
+                grads[id(parent)] = (_array(total + dx), True)
         if not retain_graph:
             node.release()
 
