@@ -61,10 +61,7 @@ def _kept_shape(shape: tuple[int, ...], axis: tuple[int, ...]) -> tuple[int, ...
 
 def _count(shape: tuple[int, ...], axis: tuple[int, ...]) -> int:
     """How many elements each result of a reduction over `axis` combines."""
-    count = 1
-    for a in axis:
-        count *= shape[a]
-    return count
+    return math.prod(shape[a] for a in axis)
 
 
 @numpy_aliases
