@@ -1,26 +1,10 @@
-"""A training run as it is saved and opened again: what train.py and explain.py share (and any other
-command that opens a run, such as a `sample` command).
-
-A checkpoint is a run's settings plus its weights, and every command but a fresh training run starts
-by turning one back into a task and a model; the settings, the model they build, the file and its
-checks therefore live together here:
-
-    check_settings(settings)            refuse any value that cannot work, naming its flag
-    build_task(settings)                the task (tasks.py) the settings name
-    model_config(settings, task)        the --arch's config: sizes from the preset and the flags
-    build_model(settings, config, dev)  a freshly initialised, seeded model; ARCHITECTURES names each one
-    save_checkpoint / load_checkpoint   the file, written atomically; read back and checked
-    restore(ckpt, device)               its task and model, with its weights, ready to run
-    prompt_ids(task, prompt)            a --prompt as token ids, refused in one line if a token is unknown
-    run_cli(main, argv, prog)           a UsageError ends in one line and exit status 2, never a traceback
+"""The checkpoint file of a training run: its settings, weights, optimizer state, vocabulary and random states,
+written atomically; read back and checked; and turned back into the run's task and model (explain, sample, resume).
 """
 
 from __future__ import annotations
 
-import math
 import os
-import sys
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,128 +12,19 @@ import numpy as np
 import minigrad as mg
 from minigrad import backend, nn
 from minigrad.optim import Optimizer
-from models import GPT, GPTConfig, Llama, LlamaConfig
-from tasks import TASKS, Task, make_task, split
+from settings import CHECKPOINT, DEFAULTS, RunFailed, UsageError, build_model, build_task, check_settings, model_config
+from tasks import Task
 
-ARCHITECTURES = {  # --arch: model class and config class. A config takes vocab_size, block_size, n_layer,
-    "gpt": (GPT, GPTConfig),  # n_head, n_embd and dropout; the model has forward, generate, trace_attention
-    "llama": (Llama, LlamaConfig),  # RMSNorm, rotary position embeddings, SwiGLU: models/llama.py
-}
-PRESETS = {  # model sizes: n_embd, n_head, n_layer
-    "tiny": {"n_embd": 64, "n_head": 4, "n_layer": 2},
-    "small": {"n_embd": 128, "n_head": 4, "n_layer": 4},
-    "medium": {"n_embd": 256, "n_head": 8, "n_layer": 4},
-}
-DEFAULTS = {  # a run's settings, as `python train.py` runs them; flags override, --resume restores the saved ones
-    "arch": "gpt", "task": "sentences", "data": None, "preset": "tiny", "n_embd": None, "n_head": None,
-    "n_layer": None, "block_size": None, "dropout": 0.0, "steps": 300, "batch_size": 32, "lr": 3e-3, "warmup": 20,
-    "weight_decay": 0.1, "grad_clip": 1.0, "seed": 1337, "eval_interval": 100, "checkpoint_interval": 100,
-    "dtype": "float32",
-}
-DTYPES = ("float32", "float64")
-MODEL_KEYS = ("arch", "task", "data", "preset", "n_embd", "n_head", "n_layer", "block_size", "dtype")  # fixed on resume
-CHECKPOINT = "ckpt.npz"
-HELDOUT_SEED = 0  # the held-out examples do not change with --seed, so runs compare on the same ones
+FORMAT = 2  # 2: each attention's W_Q, W_K, W_V as q_proj, k_proj, v_proj; 1 (no "format" entry): one matrix, qkv
 
-
-class UsageError(Exception):
-    """A bad argument or setup: reported in one line, exit status 2."""
-
-
-class RunFailed(Exception):
-    """The run cannot go on (its loss diverged, its checkpoint cannot be written): one line, exit status 1."""
-
-
-def run_cli(main: Callable[[list[str]], int], argv: Sequence[str], prog: str) -> int:
-    """Run a command's main(argv) and end each failure it can foresee in one line on stderr."""
-    try:
-        return main(list(argv))
-    except (UsageError, RunFailed) as err:
-        print(f"{prog}: error: {err}", file=sys.stderr)
-        return 2 if isinstance(err, UsageError) else 1
-    except MemoryError as err:
-        print(f"{prog}: error: out of memory ({err}); try a smaller model or --batch-size", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:  # a second Ctrl-C during training, or one before it starts
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # whoever read our output has gone (`| head`): stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the flush at exit fails no more
-        return 1
-
-
-# ---- settings -> task and model ----
-
-def flag(key: str) -> str:
-    return "--" + key.replace("_", "-")
-
-
-def check_settings(settings: dict[str, Any]) -> None:
-    """Refuse any setting that cannot work, naming its flag, before anything is built or written.
-    (Model sizes and dropout are checked by the model's config, the task and --data by make_task.)"""
-    for key, choices in (("arch", ARCHITECTURES), ("task", TASKS), ("preset", PRESETS),
-                         ("dtype", DTYPES)):
-        if settings[key] not in choices:
-            raise UsageError(f"{flag(key)} {settings[key]!r} is not one of {', '.join(choices)}")
-    for key in ("steps", "batch_size", "eval_interval", "checkpoint_interval"):
-        if settings[key] <= 0:
-            raise UsageError(f"{flag(key)} must be positive, got {settings[key]}")
-    for key in ("warmup", "seed"):
-        if settings[key] < 0:
-            raise UsageError(f"{flag(key)} must be 0 or more, got {settings[key]}")
-    for key in ("lr", "grad_clip"):  # NaN passes `lr <= 0`: ask for what works instead
-        if not (math.isfinite(settings[key]) and settings[key] > 0):
-            raise UsageError(f"{flag(key)} must be a finite number above 0, got {settings[key]}")
-    if not (math.isfinite(settings["weight_decay"]) and settings["weight_decay"] >= 0):
-        raise UsageError(f"--weight-decay must be a finite number, 0 or more, got {settings['weight_decay']}")
-
-
-def build_task(settings: dict[str, Any]) -> Task:
-    try:
-        return make_task(settings["task"], data=settings["data"])
-    except (ValueError, FileNotFoundError) as err:
-        raise UsageError(str(err)) from None
-
-
-def model_config(settings: dict[str, Any], task: Task) -> Any:
-    """The config of settings["arch"] for this task: sizes from the preset, overridden by the flags given."""
-    needed = task.seq_len - 1  # the model reads all tokens but the last
-    block_size = needed if settings["block_size"] is None else settings["block_size"]
-    if block_size < needed:
-        raise UsageError(f"--block-size {block_size} is too small for task {task.name!r}, "
-                         f"whose sequences need {needed}")
-    preset = PRESETS[settings["preset"]]
-    sizes = {k: preset[k] if settings[k] is None else settings[k] for k in ("n_embd", "n_head", "n_layer")}
-    _, config_class = ARCHITECTURES[settings["arch"]]
-    try:
-        return config_class(vocab_size=len(task.vocab), block_size=block_size, dropout=settings["dropout"], **sizes)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-
-
-def check_device(device: str) -> None:
-    try:
-        backend.check_device(device)
-    except (ValueError, RuntimeError) as err:
-        raise UsageError(str(err)) from None
-
-
-def build_model(settings: dict[str, Any], config: Any, device: str) -> nn.Module:
-    """A freshly initialised model of settings["arch"] (seeded by settings["seed"]) in settings["dtype"] on `device`."""
-    check_device(device)
-    model_class, _ = ARCHITECTURES[settings["arch"]]
-    mg.manual_seed(settings["seed"])
-    return model_class(config).to(settings["dtype"]).to(device)
-
-
-# ---- the checkpoint file ----
 
 def save_checkpoint(path: str, model: nn.Module, opt: Optimizer, step: int, settings: dict[str, Any],
                     vocab: list[str], data_rng: np.random.Generator) -> None:
     """Everything needed to continue exactly: weights, optimizer, step, settings, the task's vocabulary
     (token id i is vocab[i]) and the random-number states. Written atomically by mg.save."""
     try:
-        mg.save(path, {"model": model.state_dict(), "optim": opt.state_dict(), "step": step, "settings": settings,
+        mg.save(path, {"format": FORMAT, "model": model.state_dict(), "optim": opt.state_dict(), "step": step,
+                       "settings": settings,
                        "vocab": vocab, "rng": {"data": data_rng.bit_generator.state,
                                                "cpu": backend.generator("cpu").bit_generator.state}})
     except OSError as err:
@@ -170,6 +45,12 @@ def load_checkpoint(out: str) -> dict[str, Any]:
     wrong += [f"settings/{key}" for key in DEFAULTS if "settings" not in wrong and key not in ckpt["settings"]]
     if wrong:
         raise UsageError(f"{path} is not a checkpoint of this train.py: {', '.join(wrong)} missing or malformed")
+    version = ckpt.setdefault("format", 1)
+    if version not in (1, FORMAT):
+        raise UsageError(f"{path} has checkpoint format {version!r}; this train.py reads formats 1 and {FORMAT} "
+                         "(was it written by a newer minigrad?)")
+    if version == 1:
+        _split_qkv_weights(ckpt["model"])
     try:
         check_settings(ckpt["settings"])
         if ckpt["step"] < 0:
@@ -201,15 +82,30 @@ def restore(ckpt: dict[str, Any], device: str) -> tuple[Task, nn.Module]:
     return task, model
 
 
-def prompt_ids(task: Task, prompt: str | None) -> list[int]:
-    """A --prompt as the task's token ids (space-separated tokens, or characters for the text task); a
-    token outside the vocabulary is refused, by name. None: the prompt of the first held-out example."""
-    if prompt is None:
-        return task.split_prompt(split(task, seed=HELDOUT_SEED).heldout[0][0])[0]
-    try:
-        return task.encode(prompt)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
+def _split_qkv_weights(state: dict[str, Any]) -> None:
+    """Format 1 to 2, in place: each attention's (3C, C) qkv weight (and (3C,) bias) becomes q_proj, k_proj, v_proj."""
+    for name in [n for n in state if ".attn.qkv." in n]:
+        for part, value in zip(("q_proj", "k_proj", "v_proj"), np.split(state.pop(name), 3), strict=True):
+            state[name.replace(".qkv.", f".{part}.")] = value
+
+
+def _split_qkv_buffers(saved: dict[str, Any], model: nn.Module, opt: Optimizer) -> dict[str, Any]:
+    """Format 1 to 2 for the optimizer: a qkv parameter's buffers, one entry then, become three, those of q_proj,
+    k_proj and v_proj, which sit where qkv sat in the optimizer's order."""
+    names = {id(p): name for name, p in model.named_parameters()}
+    params, buffers, old = list(opt.parameters()), {}, 0
+    i = 0
+    while i < len(params):
+        entry = saved["buffers"][str(old)]
+        if ".attn.q_proj." in names[id(params[i])]:
+            pieces = {b: np.split(value, 3) for b, value in entry.items()}
+            buffers.update({str(i + k): {b: pieces[b][k] for b in entry} for k in range(3)})
+            i += 3
+        else:
+            buffers[str(i)] = entry
+            i += 1
+        old += 1
+    return {**saved, "buffers": buffers}
 
 
 def load_weights(model: nn.Module, ckpt: dict[str, Any]) -> None:
@@ -226,9 +122,10 @@ def resume_training(ckpt: dict[str, Any], task: Task, model: nn.Module, opt: Opt
     check_vocab(ckpt, task)
     load_weights(model, ckpt)
     try:
-        opt.load_state_dict(ckpt["optim"])
+        saved = ckpt["optim"] if ckpt["format"] == FORMAT else _split_qkv_buffers(ckpt["optim"], model, opt)
+        opt.load_state_dict(saved)
         data_rng.bit_generator.state = ckpt["rng"]["data"]
         backend.generator("cpu").bit_generator.state = ckpt["rng"]["cpu"]
-    except (ValueError, TypeError, KeyError) as err:
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
         raise UsageError(f"cannot restore the checkpoint's optimizer and random states ({err})") from None
     return ckpt["step"]

@@ -1,13 +1,6 @@
-"""Explain mode: the walkthrough's four steps of self-attention on a trained model's numbers.
-
-    python explain.py [--prompt "我 吃 蘋果 ， 蘋果 被 我"] [--layer L] [--head H] [--query I] [--png attention.png]
-    python train.py explain ...          # the same
-
-For one layer, head and query position it prints step 1 the scores q.k / sqrt(d_k) against every
-position, step 2 which of them the causal mask removes, step 3 the softmax weights, and step 4 how
-much each position's value vector contributes to the output, and says why it chose that position
-(choose_query: the task's focus, for the sentences task 被) and that head (choose_head: the one whose
-attention reaches furthest back). The same table ends `python train.py`.
+"""Explain mode: the walkthrough's four steps of self-attention (scores, causal mask, softmax, weighted sum of
+the values) on a trained model's numbers, for one layer, head and query position, and why those; the same
+table ends `python train.py`. Run `python train.py explain` (or `python explain.py`) with --help for the flags.
 """
 
 from __future__ import annotations
@@ -23,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from checkpoint import CHECKPOINT, HELDOUT_SEED, UsageError, load_checkpoint, prompt_ids, restore, run_cli
+import minigrad as mg
+from checkpoint import load_checkpoint, restore
 from minigrad import backend, nn
+from settings import CHECKPOINT, HELDOUT_SEED, UsageError, prompt_ids, run_cli
 from tasks import Task, split
 
 
@@ -61,6 +56,14 @@ def default_ids(task: Task) -> list[int]:
     """The example explained when no --prompt is given: the first held-out example, as the model reads it
     (all tokens but the last), the same one that train.py explains at the end of training."""
     return [int(i) for i in split(task, seed=HELDOUT_SEED).heldout[0][0][:-1]]
+
+
+@mg.no_grad()
+def trace_attention(model: nn.Module, ids: Sequence[int]) -> list[dict[str, mg.Tensor]]:
+    """Every layer's attention steps (q, k, v, scores, weights, out) for one sequence of token ids."""
+    trace: list[dict[str, mg.Tensor]] = []
+    model(np.array([list(ids)]), trace=trace)
+    return trace
 
 
 def shares(w: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -105,7 +108,7 @@ def explain_example(model: nn.Module, task: Task, ids: Sequence[int], layer: int
     """Print the four steps for one layer, head and query position of the token sequence `ids`, and why
     those were chosen."""
     ids = [int(i) for i in ids]
-    traces = model.trace_attention(np.array([ids]))
+    traces = trace_attention(model, ids)
     n_layer, n_head, T = len(traces), model.config.n_head, len(ids)
     for name, value, limit in (("--layer", layer, n_layer), ("--head", head, n_head), ("--query", query, T)):
         if value is not None and not 0 <= value < limit:
@@ -168,7 +171,7 @@ def attention_figure(model: nn.Module, task: Task, ids: Sequence[int]) -> Any:
     import matplotlib.pyplot as plt
 
     ids = [int(i) for i in ids]
-    traces = model.trace_attention(np.array([ids]))
+    traces = trace_attention(model, ids)
     n_layer, n_head = len(traces), model.config.n_head
     tokens = [task.vocab[i] for i in ids]
     font = label_font("".join(tokens))

@@ -1,12 +1,6 @@
-"""Sample mode: continue a prompt with a trained model, as nanoGPT's sample.py does.
-
-    python sample.py --prompt "我 吃 蘋果" [--max-new-tokens N] [--temperature T] [--top-k K] [--seed S]
-    python train.py sample ...           # the same
-
-It opens the checkpoint in --out (either architecture, any task) and prints the continuation: the new
-tokens only, joined as the task writes them (characters for the text task, space-separated tokens
-otherwise). A prompt longer than the model's block size is cropped to its last block_size tokens, as
-nanoGPT does: the model never sees more than that anyway.
+"""Sample mode, as nanoGPT's sample.py: continue a prompt with the model trained in --out, and print the new
+tokens only (`python train.py sample --prompt "我 吃 蘋果"`, or `python sample.py`). A prompt longer than the
+block size is cropped to its last block_size tokens, as nanoGPT does.
 """
 
 from __future__ import annotations
@@ -19,8 +13,9 @@ from collections.abc import Sequence
 import numpy as np
 
 import minigrad as mg
-from checkpoint import CHECKPOINT, UsageError, load_checkpoint, prompt_ids, restore, run_cli
+from checkpoint import load_checkpoint, restore
 from minigrad import backend
+from settings import CHECKPOINT, UsageError, prompt_ids, run_cli
 
 
 def sample_main(argv: Sequence[str], prog: str = "sample.py") -> int:

@@ -1,8 +1,6 @@
-"""Toy next-token tasks for train.py: each makes fixed-length token sequences from a seeded generator.
-
-Read this file to see what the model learns. Every example is `seq_len` token ids plus a `scored` mask that
-marks the answer: the model reads tokens[:, :-1], predicts tokens[:, 1:], and loss/accuracy count only the
-targets where scored[:, 1:] is True. Pure NumPy; train.py turns the arrays into tensors.
+"""Toy next-token tasks for train.py, read this file to see what the model learns: each example is `seq_len` token
+ids and a `scored` mask marking the answer (the model reads tokens[:, :-1], predicts tokens[:, 1:], and only the
+targets where scored[:, 1:] is True count). Pure NumPy, from seeded generators.
 """
 
 from __future__ import annotations
@@ -57,12 +55,15 @@ class Task:
         ids = [int(i) for i in tokens]
         return ids[:self.prompt_len], ids[self.prompt_len:]
 
-    def _pack(self, *columns: np.ndarray | int) -> np.ndarray:
-        """Stack (n,) or (n, k) id arrays and constant ids side by side into (n, seq_len) int64."""
-        n = next(len(c) for c in columns if isinstance(c, np.ndarray))
-        cols = [np.full((n, 1), c) if isinstance(c, int) else np.asarray(c).reshape(n, -1) for c in columns]
-        tokens = np.concatenate(cols, axis=1).astype(np.int64)
-        assert tokens.shape[1] == self.seq_len
+    def _pack(self, n: int, *columns: np.ndarray | int) -> np.ndarray:
+        """(n,) or (n, k) id arrays and constant ids, side by side, as one (n, seq_len) int64 array."""
+        tokens = np.empty((n, self.seq_len), dtype=np.int64)
+        at = 0
+        for c in columns:
+            width = 1 if isinstance(c, int) else np.asarray(c).reshape(n, -1).shape[1]
+            tokens[:, at:at + width] = c if isinstance(c, int) else np.asarray(c).reshape(n, width)
+            at += width
+        assert at == self.seq_len
         return tokens
 
     def _answer_mask(self, n: int) -> np.ndarray:
@@ -94,7 +95,7 @@ class ListTask(Task):
     def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
         xs = rng.integers(0, self.n_digits, size=(n, self.length))  # (n, length)
         ys = np.sort(xs, axis=1) if self.name == "sort" else xs[:, ::-1]
-        return self._pack(xs, self.stoi["="], ys), self._answer_mask(n)
+        return self._pack(n, xs, self.stoi["="], ys), self._answer_mask(n)
 
 
 class AddTask(Task):
@@ -122,7 +123,7 @@ class AddTask(Task):
         c = ((a + b)[:, None] // lsd_first) % 10                 # (n, digits + 1)
         if not self.reverse_answer:
             c = c[:, ::-1]
-        tokens = self._pack((a[:, None] // msd_first) % 10, self.stoi["+"], (b[:, None] // msd_first) % 10,
+        tokens = self._pack(n, (a[:, None] // msd_first) % 10, self.stoi["+"], (b[:, None] // msd_first) % 10,
                             self.stoi["="], c)
         return tokens, self._answer_mask(n)
 
@@ -141,15 +142,10 @@ OBJECTS = {  # verb: the objects it may take
 
 
 class SentencesTask(Task):
-    """sentences: `我 吃 蘋果 ， 蘋果 被 我 吃 了` ("I eat an apple, the apple was eaten by me").
-
-    Subject, verb, object (which objects may follow depends on the verb: 吃 eat takes foods, 喝 drink takes
-    drinks, ...), then the same event in the passive (被) voice. The first three tokens are free choices and
-    not scored; everything from `，` on is determined by them and scored. The passive clause repeats the
-    object from 2 tokens back, the subject from 6 and the verb from 6: the token just before says nothing
-    about which one (被 is followed by every subject alike), so a model has to attend back to get them right.
-    The prompt `我 吃 蘋果` is exactly the unscored part of an example.
-    """
+    """sentences: `我 吃 蘋果 ， 蘋果 被 我 吃 了` ("I eat an apple, the apple was eaten by me"): subject, verb, object
+    (the verb picks the objects it takes), then the same event in the passive (被). From `，` on everything is
+    scored; the passive clause repeats the object from 2 tokens back and the subject and verb from 6, and the
+    token before says nothing about which (被 precedes every subject), so only attention gets them right."""
 
     def __init__(self, name: str = "sentences"):
         pairs = [(v, o) for v, objs in OBJECTS.items() for o in objs]
@@ -163,7 +159,7 @@ class SentencesTask(Task):
         subj = self.subject_ids[rng.integers(len(self.subject_ids), size=n)]
         verb, obj = self.pair_ids[rng.integers(len(self.pair_ids), size=n)].T
         s = self.stoi
-        tokens = self._pack(subj, verb, obj, s["，"], obj, s["被"], subj, verb, s["了"])
+        tokens = self._pack(n, subj, verb, obj, s["，"], obj, s["被"], subj, verb, s["了"])
         return tokens, self._answer_mask(n)
 
 
@@ -218,23 +214,16 @@ def make_task(name: str, *, data: str | None = None, **options: Any) -> Task:
 
 @dataclass
 class Split:
-    """A task's fixed held-out examples and a sampler of training examples that never returns one of them."""
+    """A task's fixed held-out examples, and train_batch(rng, n): n training examples, never one of them."""
 
     task: Task
     heldout: tuple[np.ndarray, np.ndarray]  # (tokens, scored), each (n_heldout, seq_len)
-    sampler: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]]
-
-    def train_batch(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.sampler(rng, n)
+    train_batch: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]]
 
 
 def split(task: Task, n_heldout: int | None = None, seed: int = 0) -> Split:
-    """Hold out n_heldout examples (default 256, fewer for small tasks); same task and seed, same split.
-
-    Generated tasks: n_heldout distinct examples, and training batches are resampled until none of their
-    rows is one of them. Text: windows overlap, so content can't separate them; held-out windows come from
-    the last tenth of the file and training windows from the rest.
-    """
+    """Hold out n_heldout examples (default 256, fewer for small tasks), the same for the same task and seed: distinct
+    examples that training batches never contain, or, for text (whose windows overlap), the last tenth of the file."""
     if n_heldout is None:
         n_heldout = 256 if task.n_distinct is None else min(256, task.n_distinct // 5)
     if n_heldout < 1 or (task.n_distinct is not None and n_heldout > task.n_distinct // 2):
@@ -271,11 +260,8 @@ def split(task: Task, n_heldout: int | None = None, seed: int = 0) -> Split:
 
 
 def previous_token_baseline(task: Task, data: Split | None = None, n_samples: int = 20_000, seed: int = 0) -> float:
-    """Held-out accuracy on scored targets of the best guess that sees only the previous token.
-
-    The guess for each previous token is the most frequent next token after it at scored positions of
-    n_samples training examples. A task needs attention to the extent a model beats this number.
-    """
+    """Held-out accuracy of the best guess that sees only the previous token (the most frequent next token after it
+    in n_samples training examples): a task needs attention to the extent a model beats this number."""
     data = split(task, seed=seed) if data is None else data
     V = len(task.vocab)
     tokens, scored = data.train_batch(np.random.default_rng(seed + 1), n_samples)

@@ -1,30 +1,19 @@
-"""How long the gradient all-reduce of data-parallel training takes (minigrad.distributed), per
-configuration of bench.py, with one float32 gradient array per parameter as train.py --dist mpi sends.
-
-    mpiexec -n 2 python benchmarks/allreduce.py
-    mpiexec -n 2 python benchmarks/allreduce.py --configs tiny small --repeats 50
-
-Rank 0 prints, per configuration, the bytes each rank sends into the reduction, the median time of
-one all-reduce of every gradient, and the bus bandwidth of that time under the ring cost model
-(2 (N-1)/N x gradient bytes / time), the figure to compare with a network's bandwidth.
+"""How long the gradient all-reduce of data-parallel training takes (minigrad.distributed) for bench.py's configs:
+`mpiexec -n 2 python -m benchmarks.allreduce [--configs tiny small --repeats 50]`. Rank 0 prints the bytes per
+rank, the median time of one all-reduce of every gradient, and its bus bandwidth (ring model, 2 (N-1)/N x bytes / t).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from bench import CONFIGS, DEFAULT_CONFIGS
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench import CONFIGS, DEFAULT_CONFIGS  # noqa: E402
-
-from minigrad import distributed  # noqa: E402
-from models import GPT, GPTConfig  # noqa: E402
+from minigrad import distributed
+from models import GPT, GPTConfig
 
 
 def main() -> None:

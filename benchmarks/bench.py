@@ -1,23 +1,11 @@
-"""Benchmark: a full training step (forward, backward, AdamW) of the minigrad GPT in float32, against
-the same model in PyTorch eager (written-out attention, and F.scaled_dot_product_attention), with the
-same weights and thread count, and against the machine's matmul throughput (the practical ceiling).
-
-    python benchmarks/bench.py                                  # every default configuration
-    python benchmarks/bench.py --configs tiny small --steps 20 --pairs 3 --json results.json
-    python benchmarks/bench.py --profile --configs small        # where a step's time goes, op by op
-
-Every measurement runs in a fresh process of its own (`bench.py --worker KIND ...`, which prints one
-JSON line), so no framework's threads, heap or caches touch another's. For each configuration the
-frameworks run one process after the other, `--pairs` times, the order rotating from pair to pair;
-each process drops `--warmup` steps and keeps the median of `--steps` timed steps. The ratio is
-minigrad / PyTorch taken pair by pair; the report gives its median and its spread (min..max).
-docs/performance.md explains every column.
+"""Benchmark: a float32 training step (forward, backward, AdamW) of the minigrad GPT, as the code on the page runs it
+and with every speed option on, against the same model in PyTorch eager, each in fresh processes, pair by pair:
+`python -m benchmarks.bench [--configs tiny small] [--profile]`. docs/performance.md explains every column.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import statistics
@@ -30,12 +18,20 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import minigrad as mg
+from minigrad import backend, runtime
+from minigrad.optim import AdamW, decay_groups
+from minigrad.tensor import intercept
+from models import GPT, GPTConfig
 
-import minigrad as mg  # noqa: E402
-from minigrad import backend, fast  # noqa: E402
-from minigrad.optim import AdamW, decay_groups  # noqa: E402
-from models import GPT, GPTConfig  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+USAGE = """\
+    python -m benchmarks.bench                                  # every default configuration
+    python -m benchmarks.bench --configs tiny small --steps 20 --pairs 3 --json results.json
+    python -m benchmarks.bench --profile --configs small        # where a step's time goes, op by op
+
+Each measurement runs in a fresh process (--worker KIND, one JSON line out); per configuration the kinds run one
+after the other, --pairs times, the order rotating."""
 
 CONFIGS = {  # GPTConfig fields, plus the batch size
     "tiny": {"vocab_size": 32, "n_embd": 64, "n_head": 4, "n_layer": 2, "block_size": 32, "batch": 32},
@@ -47,7 +43,9 @@ CONFIGS = {  # GPTConfig fields, plus the batch size
     "gpt2": {"vocab_size": 50304, "n_embd": 768, "n_head": 12, "n_layer": 12, "block_size": 1024, "batch": 8},
 }
 DEFAULT_CONFIGS = ["tiny", "small", "medium", "seed-scale"]
-FRAMEWORKS = {"minigrad": "minigrad", "torch": "PyTorch", "torch-sdpa": "PyTorch SDPA"}
+# minigrad: the code on the page (with the allocator setting, no code path); minigrad-fused: every speed option on
+FRAMEWORKS = {"minigrad": "minigrad", "minigrad-fused": "minigrad fused", "torch": "PyTorch",
+              "torch-sdpa": "PyTorch SDPA"}
 PHASES = ("forward", "backward", "optimizer", "step")
 FLOPS_FORMULA = "3 x forward matmul FLOPs; forward = 2*B*T*(12*L*C^2 + V*C) + 4*L*B*T^2*C"
 CEILING_N = 2048
@@ -93,20 +91,13 @@ def _timed(fn: Any, device: str) -> float:
 
 # ---- the steps ----
 
-def minigrad_speed_settings() -> None:
-    """minigrad's opt-in process-wide speed settings (minigrad/fast.py), as train.py turns them on: the heap
-    setting and the fused passes of GELU, softmax and layer norm (fast.enable). Called in minigrad's worker
-    processes only, never in PyTorch's, which run with glibc's defaults as PyTorch's users do. (The fused
-    AdamW, the other opt-in, is chosen in `minigrad_setup`.)"""
-    fast.keep_large_blocks_in_heap()
-    fast.enable()
-
-
-def minigrad_setup(c: dict[str, int], device: str = "cpu") -> tuple[GPT, Any, Any, Any]:
+def minigrad_setup(c: dict[str, int], device: str = "cpu", fused: bool = False) -> tuple[GPT, Any, Any, Any]:
+    """The model, its AdamW (fused=True: AdamW's fused step; the kernels are chosen by mg.fused around the step),
+    and the batch. Called in minigrad's processes only, after the allocator setting train.py makes too."""
     mg.manual_seed(0)
     config = GPTConfig(**{k: v for k, v in c.items() if k != "batch"})
     model = GPT(config).to(device)
-    opt = AdamW(decay_groups(model.named_parameters(), 0.1), lr=1e-4, fused=True)
+    opt = AdamW(decay_groups(model.named_parameters(), 0.1), lr=1e-4, fused=fused)
     rng = np.random.default_rng(0)
     x = rng.integers(0, c["vocab_size"], (c["batch"], c["block_size"]))
     y = rng.integers(0, c["vocab_size"], (c["batch"], c["block_size"]))
@@ -166,27 +157,21 @@ def torch_step(ref: Any, opt: Any, x: Any, y: Any) -> dict[str, float]:
 
 def float64_free(model: GPT, x: np.ndarray, y: np.ndarray) -> bool:
     """True when a float32 step makes no float64 array: every op output, every array an op saves for
-    backward, every gradient."""
-    from minigrad.tensor import Function
-
+    backward, every gradient (seen through the engine's intercept hook)."""
     seen: list[str] = []
-    original = Function.apply.__func__
 
-    def recording(cls: type, *inputs: Any, **options: Any) -> Any:
-        out = original(cls, *inputs, **options)
-        outs = out if isinstance(out, tuple) else (out,)  # a node with several outputs (split) gives a tuple
-        if any(t.dtype == np.float64 for t in outs):
-            seen.append(f"{cls.__name__} output")
-        if outs[0]._ctx is not None:
-            saved = vars(outs[0]._ctx).items()
-            seen.extend(f"{cls.__name__}.{k}" for k, v in saved if getattr(v, "dtype", None) == np.float64)
+    def recording(node: Any, method: str, run: Any) -> Any:
+        out = run()
+        if method == "forward":
+            outs = out if isinstance(out, tuple) else (out,)  # a node with several outputs gives a tuple
+            name = type(node).__name__
+            if any(getattr(o, "dtype", None) == np.float64 for o in outs):
+                seen.append(f"{name} output")
+            seen.extend(f"{name}.{k}" for k, v in vars(node).items() if getattr(v, "dtype", None) == np.float64)
         return out
 
-    Function.apply = classmethod(recording)
-    try:
+    with intercept(recording):
         _, loss = model(x, y)
-    finally:
-        Function.apply = classmethod(original)
     loss.backward()
     seen.extend(f"grad of {n}" for n, p in model.named_parameters() if p.grad.dtype != np.float32)
     model.zero_grad()
@@ -196,73 +181,42 @@ def float64_free(model: GPT, x: np.ndarray, y: np.ndarray) -> bool:
 # ---- the per-primitive profile ----
 
 class PrimitiveTimer:
-    """Times every primitive's forward and backward from outside the engine.
-
-    Inside `with PrimitiveTimer(device) as timer:`, each Function subclass's own forward and backward
-    is replaced by a wrapper that adds its wall time (waiting for the GPU, where there is one) to
-    `timer.seconds[(class name, "forward" or "backward")]`; on leaving, the originals are put back.
-    A primitive called from inside another one counts towards the outer one only.
-    """
+    """With the engine's intercept hook, the wall time of every primitive's forward and backward (waiting for the
+    GPU, where there is one) in seconds[(class name, "forward" or "backward")]; a primitive called from inside
+    another one counts towards the outer one only."""
 
     def __init__(self, device: str = "cpu") -> None:
         self.device = device
         self.seconds: dict[tuple[str, str], float] = defaultdict(float)
-        self._inside = False
-        self._originals: list[tuple[type, str, Any]] = []
+        self.inside = False
 
-    def __enter__(self) -> PrimitiveTimer:
-        for cls in _function_classes():
-            for method in ("forward", "backward"):
-                if method in vars(cls):
-                    self._originals.append((cls, method, vars(cls)[method]))
-                    setattr(cls, method, self._timed(vars(cls)[method], method))
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for cls, method, original in self._originals:
-            setattr(cls, method, original)
-        self._originals.clear()
-
-    def _timed(self, fn: Any, method: str) -> Any:
-        @functools.wraps(fn)
-        def timed(node: Any, *args: Any, **kwargs: Any) -> Any:
-            if self._inside:
-                return fn(node, *args, **kwargs)
-            self._inside = True
-            start = time.perf_counter()
-            try:
-                return fn(node, *args, **kwargs)
-            finally:
-                backend.synchronize(self.device)
-                self.seconds[(type(node).__name__, method)] += time.perf_counter() - start
-                self._inside = False
-
-        return timed
+    def __call__(self, node: Any, method: str, run: Any) -> Any:
+        if self.inside:
+            return run()
+        self.inside = True
+        start = time.perf_counter()
+        try:
+            return run()
+        finally:
+            backend.synchronize(self.device)
+            self.seconds[(type(node).__name__, method)] += time.perf_counter() - start
+            self.inside = False
 
 
-def _function_classes() -> list[type]:
-    """Every subclass of Function defined so far, at any depth."""
-    from minigrad.tensor import Function
-
-    found, todo = [], list(Function.__subclasses__())
-    while todo:
-        cls = todo.pop()
-        found.append(cls)
-        todo.extend(cls.__subclasses__())
-    return found
-
-
-def profile_primitives(name: str, steps: int, warmup: int, device: str = "cpu") -> dict[str, Any]:
+def profile_primitives(name: str, steps: int, warmup: int, device: str = "cpu", fused: bool = False
+                       ) -> dict[str, Any]:
     """Milliseconds per step in each primitive's forward and backward, and the phases they sit in
     (sums over `steps` steps after `warmup`, divided by `steps`)."""
-    model, opt, x, y = minigrad_setup(CONFIGS[name], device)
-    for _ in range(warmup):
-        minigrad_step(model, opt, x, y)
-    phases: dict[str, float] = defaultdict(float)
-    with PrimitiveTimer(device) as timer:
-        for _ in range(steps):
-            for phase, seconds in minigrad_step(model, opt, x, y).items():
-                phases[phase] += seconds
+    model, opt, x, y = minigrad_setup(CONFIGS[name], device, fused)
+    with mg.fused(fused):
+        for _ in range(warmup):
+            minigrad_step(model, opt, x, y)
+        phases: dict[str, float] = defaultdict(float)
+        timer = PrimitiveTimer(device)
+        with intercept(timer):
+            for _ in range(steps):
+                for phase, seconds in minigrad_step(model, opt, x, y).items():
+                    phases[phase] += seconds
     ms = 1e3 / steps
     per_op: dict[str, dict[str, float]] = defaultdict(lambda: {"forward": 0.0, "backward": 0.0})
     for (op, method), seconds in timer.seconds.items():
@@ -320,13 +274,14 @@ def worker(kind: str, name: str, steps: int, warmup: int, device: str, threads: 
         return {**info, "torch": torch.__version__, "torch_threads": torch.get_num_threads()}
     if kind == "ceiling":
         return {"gflops": matmul_ceiling(device)}
-    if kind == "float64":
-        fast.enable()  # the passes that are timed
+    if kind == "float64":  # the plain Functions, then the fused kernels
         model, _, x, y = minigrad_setup(CONFIGS[name], device)
-        return {"float64_free": float64_free(model, x, y)}
-    if kind == "profile":
-        minigrad_speed_settings()
-        return profile_primitives(name, steps, warmup, device)
+        plain = float64_free(model, x, y)
+        with mg.fused():
+            return {"float64_free": plain and float64_free(model, x, y)}
+    if kind in ("minigrad-profile", "minigrad-fused-profile"):
+        runtime.keep_large_blocks_in_heap()
+        return profile_primitives(name, steps, warmup, device, fused="fused" in kind)
     if kind in ("torch", "torch-sdpa", "torch-profile", "torch-sdpa-profile"):
         import torch  # before the memory baseline, so that its own size does not count
 
@@ -339,11 +294,13 @@ def worker(kind: str, name: str, steps: int, warmup: int, device: str, threads: 
         del model
         return {**_time_steps(lambda: torch_step(*ref), steps, warmup), "threads": torch.get_num_threads(),
                 "peak_mib": None if device == "cuda" else _status_mib("VmHWM") - baseline}
-    if kind == "minigrad":
-        minigrad_speed_settings()
+    if kind in ("minigrad", "minigrad-fused"):
+        runtime.keep_large_blocks_in_heap()  # as train.py does: an allocator setting, no code path
         baseline = _status_mib("VmRSS")
-        model, opt, x, y = minigrad_setup(CONFIGS[name], device)
-        return {**_time_steps(lambda: minigrad_step(model, opt, x, y), steps, warmup), "threads": blas_threads(),
+        model, opt, x, y = minigrad_setup(CONFIGS[name], device, fused=kind == "minigrad-fused")
+        with mg.fused(kind == "minigrad-fused"):
+            timed = _time_steps(lambda: minigrad_step(model, opt, x, y), steps, warmup)
+        return {**timed, "threads": blas_threads(),
                 "params": model.num_parameters(),
                 "peak_mib": None if device == "cuda" else _status_mib("VmHWM") - baseline}
     raise ValueError(f"bench.py: unknown worker kind {kind!r}")
@@ -373,11 +330,11 @@ def _worker_env(threads: int) -> dict[str, str]:
 
 def spawn(kind: str, args: argparse.Namespace, name: str = "tiny", steps: int = 0) -> dict[str, Any]:
     """Run `worker(kind, ...)` in a fresh Python process and return what it printed."""
-    cmd = [sys.executable, __file__, "--worker", kind, "--configs", name, "--steps", str(steps),
+    cmd = [sys.executable, "-m", "benchmarks.bench", "--worker", kind, "--configs", name, "--steps", str(steps),
            "--warmup", str(args.warmup), "--device", args.device, "--threads", str(args.threads)]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=_worker_env(args.threads))
+    done = subprocess.run(cmd, capture_output=True, text=True, env=_worker_env(args.threads), cwd=ROOT)
     if done.returncode != 0:
-        raise RuntimeError(f"bench.py: worker `{' '.join(cmd[2:])}` failed:\n{done.stderr}")
+        raise RuntimeError(f"bench.py: worker `{' '.join(cmd[3:])}` failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -403,7 +360,12 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
             runs[fw].append(spawn(fw, args, name, steps))
     result["params"] = runs["minigrad"][0]["params"]
     result["frameworks"] = {fw: _summary(r, c) for fw, r in runs.items()}
-    result["ratios"] = {fw: _ratios(runs["minigrad"], r) for fw, r in runs.items() if fw != "minigrad"}
+    # each minigrad path against each reference, and the code on the page against the fused path, pair by pair
+    result["ratios"] = {f"{mine} / {theirs}": _ratios(runs[mine], runs[theirs])
+                        for mine in runs if mine.startswith("minigrad") for theirs in runs
+                        if not theirs.startswith("minigrad")}
+    if "minigrad-fused" in runs:
+        result["ratios"]["minigrad / minigrad-fused"] = _ratios(runs["minigrad"], runs["minigrad-fused"])
     return result
 
 
@@ -428,7 +390,8 @@ def print_header(args: argparse.Namespace, versions: dict[str, Any]) -> None:
           f"{torch_info}; device {args.device}")
     same = (f"same weights (minigrad's seed-0 init, copied into PyTorch); same threads: "
             f"OMP/OPENBLAS/MKL_NUM_THREADS={args.threads} in every process and torch.set_num_threads({args.threads});\n"
-            "     minigrad's heap setting and fused passes (fast.enable) on in minigrad's processes only;\n"
+            "     minigrad = the code on the page, with train.py's allocator setting (runtime.py: no code path);\n"
+            "     minigrad fused = the same with every speed option on (mg.fused() and AdamW(fused=True));\n"
             "     PyTorch = eager, written-out attention (models/torch_reference.py); "
             "PyTorch SDPA = eager with F.scaled_dot_product_attention")
     if args.profile:
@@ -439,7 +402,7 @@ def print_header(args: argparse.Namespace, versions: dict[str, Any]) -> None:
           "(one process per framework, the order rotating each pair);\n"
           f"     in each process, warm-up steps dropped: {args.warmup}, then the median of {steps} timed "
           "steps; per framework, the median over its processes;\n"
-          "     ratio = minigrad / that framework's step time, pair by pair: median (min..max over the pairs);\n"
+          "     ratio = a minigrad path's step time / a reference's, pair by pair: median (min..max over the pairs);\n"
           f"     {same}")
     print(f"GFLOP/s = {FLOPS_FORMULA}, / step time\n", flush=True)
 
@@ -450,30 +413,35 @@ def print_result(r: dict[str, Any]) -> None:
              f"block {c['block_size']}, batch {c['batch']}")
     f64 = "none" if r["float64_free"] else "YES (a bug: see float64_free)"
     print(f"{r['config']} ({shape}): {r['params'] / 1e6:.2f} M params; float64 arrays in a float32 step: {f64}")
-    print(f"  {'framework':<13} {'ms/step':>9} {'forward':>9} {'backward':>9} {'optimizer':>9} {'tokens/s':>9} "
-          f"{'GFLOP/s':>8} {'peak MiB':>9}  minigrad / this, pairs: {r['pairs']}")
+    print(f"  {'framework':<15} {'ms/step':>9} {'forward':>9} {'backward':>9} {'optimizer':>9} {'tokens/s':>9} "
+          f"{'GFLOP/s':>8} {'peak MiB':>9}")
     for fw, s in r["frameworks"].items():
         ms = s["ms"]
-        ratio = r["ratios"].get(fw)
-        spread = f"{ratio['median']:.2f} ({ratio['min']:.2f}..{ratio['max']:.2f})" if ratio else ""
         peak = "n/a" if s["peak_mib"] is None else f"{s['peak_mib']:.0f}"
-        print(f"  {FRAMEWORKS[fw]:<13} {ms['step']:>9.2f} {ms['forward']:>9.2f} {ms['backward']:>9.2f} "
-              f"{ms['optimizer']:>9.2f} {s['tokens_per_s']:>9.0f} {s['gflops']:>8.1f} {peak:>9}  {spread}")
+        print(f"  {FRAMEWORKS[fw]:<15} {ms['step']:>9.2f} {ms['forward']:>9.2f} {ms['backward']:>9.2f} "
+              f"{ms['optimizer']:>9.2f} {s['tokens_per_s']:>9.0f} {s['gflops']:>8.1f} {peak:>9}")
+    for label, ratio in r["ratios"].items():
+        mine, theirs = label.split(" / ")
+        print(f"  {FRAMEWORKS[mine]} / {FRAMEWORKS[theirs]}: {_spread(ratio)}, pairs: {r['pairs']}")
     print(flush=True)
 
 
+def _spread(ratio: dict[str, Any]) -> str:
+    return f"{ratio['median']:.2f} ({ratio['min']:.2f}..{ratio['max']:.2f})"
+
+
 def print_summary(results: list[dict[str, Any]], ceiling: float) -> None:
-    others = [fw for fw in FRAMEWORKS if fw != "minigrad" and fw in results[0]["ratios"]]
-    print(f"{'config':<11} " + "".join(f"{'vs ' + FRAMEWORKS[fw]:>22}" for fw in others)
-          + "   minigrad step at % of the ceiling")
+    labels = list(results[0]["ratios"])
+    print(f"{'config':<11} " + "".join(f"{' / '.join(FRAMEWORKS[f] for f in label.split(' / ')):>34}"
+                                       for label in labels) + "   minigrad step at % of the ceiling")
     for r in results:
-        cells = "".join(f"{'{median:.2f} ({min:.2f}..{max:.2f})'.format(**r['ratios'][fw]):>22}" for fw in others)
+        cells = "".join(f"{_spread(r['ratios'][label]):>34}" for label in labels)
         print(f"{r['config']:<11} {cells}   {100 * r['frameworks']['minigrad']['gflops'] / ceiling:.0f}%")
 
 
-def print_profile(p: dict[str, Any], warmup: int) -> None:
+def print_profile(p: dict[str, Any], warmup: int, label: str = "minigrad") -> None:
     ph = p["phases_ms"]
-    print(f"minigrad, {p['config']}: ms per step in each primitive (Function subclass), mean of {p['steps']} steps "
+    print(f"{label}, {p['config']}: ms per step in each primitive (Function subclass), mean of {p['steps']} steps "
           f"after {warmup} warm-up")
     rows = profile_rows(p) + [("[whole step]", ph["forward"], ph["backward"], ph["step"])]
     width = max(len(label) for label, *_ in rows)
@@ -496,8 +464,7 @@ def print_torch_profile(p: dict[str, Any], label: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    description, epilog = __doc__.split("\n\n", 1)
-    p = argparse.ArgumentParser(description=description, epilog=epilog,
+    p = argparse.ArgumentParser(prog="python -m benchmarks.bench", description=__doc__, epilog=USAGE,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=DEFAULT_CONFIGS)
     p.add_argument("--device", choices=list(backend.DEVICES), default="cpu",
@@ -526,18 +493,19 @@ def main(argv: list[str] | None = None) -> None:
     backend.check_device(args.device)
     versions = spawn("versions", args)
     if "torch" not in versions:
-        args.frameworks = ["minigrad"]
+        args.frameworks = [fw for fw in args.frameworks if fw.startswith("minigrad")]
     print_header(args, versions)
     report: dict[str, Any] = {"settings": {**vars(args), "versions": versions, "cpu": _cpu_name()}}
     if args.profile:
         report["profiles"] = []
         for name in args.configs:
             steps = args.steps or default_steps(name, profile=True)
-            report["profiles"].append(spawn("profile", args, name, steps))
-            print_profile(report["profiles"][-1], args.warmup)
-            for fw in args.frameworks[1:]:
+            for fw in args.frameworks:
                 report["profiles"].append(spawn(f"{fw}-profile", args, name, steps))
-                print_torch_profile(report["profiles"][-1], FRAMEWORKS[fw])
+                if fw.startswith("minigrad"):
+                    print_profile(report["profiles"][-1], args.warmup, FRAMEWORKS[fw])
+                else:
+                    print_torch_profile(report["profiles"][-1], FRAMEWORKS[fw])
     else:
         library = "CuPy" if args.device == "cuda" else "NumPy"
         ceilings = [spawn("ceiling", args)["gflops"]]

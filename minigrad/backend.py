@@ -1,8 +1,6 @@
-"""The one module that knows NumPy (device "cpu") and CuPy (device "cuda") apart.
-
-Everything else asks `get_array_module(array)` for the array module of its inputs, so one code path
-serves both devices. The operations the two spell differently live here: scatter-add (`scatter_add`)
-and the error function (`erf`: CuPy has one, NumPy does not).
+"""The one module that knows NumPy (device "cpu") and CuPy (device "cuda") apart: everything else asks
+`get_array_module(array)` for its inputs' array module, so one code path serves both. What the two spell
+differently lives here too: scatter_add, erf (CuPy has one, NumPy does not), the seeded generators.
 """
 
 from __future__ import annotations
@@ -59,7 +57,7 @@ def device_of(array: Array) -> str:
 
 def module_for(device: str):
     """The array module that allocates on `device`."""
-    return cupy if check_device(device) == "cuda" else np
+    return np if device == "cpu" else cupy if check_device(device) == "cuda" else np
 
 
 def to_device(array: Array, device: str) -> Array:
@@ -87,11 +85,8 @@ def to_numpy(array: Array) -> np.ndarray:
 
 
 def scatter_add(target: Array, indices: Any, values: Array) -> None:
-    """target[indices] += values, with repeated indices accumulating (unlike plain `+=`).
-
-    On the GPU the additions are atomic, in whatever order the threads run, so float sums over repeated
-    indices (embedding gradients) can differ in the last bits from run to run.
-    """
+    """target[indices] += values, with repeated indices accumulating (unlike plain `+=`). On the GPU the additions
+    are atomic, in whatever order the threads run, so sums over repeated indices can differ in the last bits."""
     if device_of(target) == "cuda":
         cupy.add.at(target, indices, values)  # not cupyx.scatter_add: deprecated in CuPy 14
     elif getattr(indices, "ndim", None) == 1 and indices.size:
@@ -125,15 +120,9 @@ _ONE_OVER_SQRT_PI = 5.6418958354775628695e-1
 
 
 def erf(x: Array) -> Array:
-    """The error function, elementwise, in x's dtype: CuPy's own on the GPU, Cody's on the CPU.
-
-    NumPy has no erf (SciPy does, but minigrad does not depend on it). Cody's three rational functions
-    are accurate to within a few units in the last place of float64 (tests/test_ops_math.py checks
-    this against math.erf): erf(x) = x P(x^2) / Q(x^2) for |x| <= 0.46875; beyond, erf(x) =
-    1 - erfc(|x|) with erfc(y) = exp(-y^2) P(y) / Q(y) up to 4 and exp(-y^2) (1/sqrt(pi) - t P(t) / Q(t)) / y,
-    t = 1 / y^2, past 4, where erfc(y) falls below 1.6e-8. Each element is evaluated by its own
-    interval's formula only.
-    """
+    """The error function in x's dtype: CuPy's own on the GPU; on the CPU (NumPy has none) Cody's rational functions,
+    within a few ulps of float64: x P(x^2) / Q(x^2) for |x| <= 0.46875, beyond it 1 - erfc(|x|), erfc(y) =
+    exp(-y^2) P(y) / Q(y) up to 4 and exp(-y^2) (1/sqrt(pi) - t P(t) / Q(t)) / y, t = 1 / y^2, past 4."""
     if device_of(x) == "cuda":
         return cupyx.scipy.special.erf(x)
     x = np.asarray(x)

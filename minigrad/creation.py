@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from minigrad import backend
-from minigrad.dims import int_tuple
+from minigrad.arrays import as_array, int_tuple
 from minigrad.dtypes import DType, float32, int64, number_dtype
-from minigrad.tensor import Tensor, _as_array
+from minigrad.tensor import Tensor
 
 
 def tensor(data: Any, requires_grad: bool = False, dtype: DType | None = None, device: str = "cpu") -> Tensor:
@@ -22,24 +22,24 @@ def tensor(data: Any, requires_grad: bool = False, dtype: DType | None = None, d
 
 def zeros(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
     data = backend.module_for(device).zeros(int_tuple("zeros", shape), dtype=number_dtype("zeros", dtype))
-    return Tensor._wrap(data, False).requires_grad_(requires_grad)
+    return Tensor.wrap(data).requires_grad_(requires_grad)
 
 
 def ones(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
     data = backend.module_for(device).ones(int_tuple("ones", shape), dtype=number_dtype("ones", dtype))
-    return Tensor._wrap(data, False).requires_grad_(requires_grad)
+    return Tensor.wrap(data).requires_grad_(requires_grad)
 
 
 def full(shape: int | Sequence[int], fill_value: float | bool, dtype: DType | None = None, device: str = "cpu",
          requires_grad: bool = False) -> Tensor:
     """A tensor of `shape` filled with `fill_value`; its dtype by default as PyTorch picks it: float32 for a
     float, int64 for an int, bool for a bool."""
-    value = _as_array(fill_value, dtype, device, "full")  # checks the dtype, and picks it when none is given
+    value = as_array(fill_value, dtype, device, "full")  # checks the dtype, and picks it when none is given
     if value.ndim != 0:
         raise TypeError(f"full: fill_value must be a number, got an array of shape {value.shape}")
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
     data = backend.module_for(device).full(shape, value, dtype=value.dtype)
-    return Tensor._wrap(data, False).requires_grad_(requires_grad)
+    return Tensor.wrap(data).requires_grad_(requires_grad)
 
 
 def full_like(t: Tensor, fill_value: float | bool, *, dtype: DType | None = None, device: str | None = None,
@@ -63,7 +63,7 @@ def eye(n: int, m: int | None = None, *, dtype: DType = float32, device: str = "
         requires_grad: bool = False) -> Tensor:
     """The (n, m) identity matrix (m = n when not given): ones on the diagonal, zeros elsewhere."""
     data = backend.module_for(device).eye(n, m, dtype=number_dtype("eye", dtype))
-    return Tensor._wrap(data, False).requires_grad_(requires_grad)
+    return Tensor.wrap(data).requires_grad_(requires_grad)
 
 
 def randn(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
@@ -72,7 +72,7 @@ def randn(*shape: int, dtype: DType = float32, device: str = "cpu", requires_gra
     if dtype.kind != "f":
         raise TypeError(f"randn: dtype must be floating point, got {dtype}")
     data = backend.generator(device).standard_normal(int_tuple("randn", shape), dtype=dtype)
-    return Tensor._wrap(data, False).requires_grad_(requires_grad)
+    return Tensor.wrap(data).requires_grad_(requires_grad)
 
 
 def arange(start: float, stop: float | None = None, step: float = 1, dtype: DType | None = None,
@@ -84,4 +84,4 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: DTyp
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
         dtype = int64 if is_int else float32
     dtype = number_dtype("arange", dtype)
-    return Tensor._wrap(backend.module_for(device).arange(start, stop, step, dtype=dtype), False)
+    return Tensor.wrap(backend.module_for(device).arange(start, stop, step, dtype=dtype))

@@ -1,17 +1,7 @@
-"""Data parallelism over MPI: every process trains the same model on its own slice of each batch.
-
-    mpiexec -n 4 python train.py --dist mpi
-
-Each process (a "rank", numbered 0 .. size-1) builds the whole model; `broadcast` copies rank 0's
-initial parameters to the others, so all start equal. Each step every rank runs forward and backward
-on its slice of the batch, then `all_reduce` sums the gradients over the ranks. Every rank then holds
-the gradient of the whole batch and makes the same optimizer step, so the parameters stay equal
-without ever being sent again: gradients are all that crosses the network during training.
-
-MPI moves the bytes (mpi4py, an optional extra: pip install -e '.[mpi]'), as in llm.c. NumPy arrays
-go through mpi4py's buffer interface, straight from the array's memory, without pickling. CuPy arrays
-go through NCCL, which sums on the GPUs, when CuPy has it; otherwise they are copied to host memory,
-summed by MPI there, and copied back. A plain `python` process is a world of one.
+"""Data parallelism over MPI (`mpiexec -n 4 python train.py --dist mpi`): rank 0's weights are broadcast, every rank
+trains on its slice of each batch, and all_reduce sums the gradients, so every rank makes the same step. mpi4py
+(the mpi extra) moves NumPy arrays through its buffer interface; CuPy arrays go through NCCL where CuPy has it.
+docs/data-parallel.md explains it; a plain `python` process is a world of one.
 """
 
 from __future__ import annotations
@@ -66,11 +56,8 @@ class World:
             raise
 
     def _each(self, arrays: Sequence[Any], on_host: Callable[[Any], None], on_gpu: Callable[[Any], None]) -> None:
-        """Run a collective on each array, through a contiguous copy where the array is not contiguous.
-
-        One message per array keeps this simple; large frameworks pack gradients into a few big
-        buckets instead, since each message also pays the network's latency.
-        """
+        """Run a collective on each array (one message each; big frameworks pack gradients into buckets, since each
+        message also pays the latency), through a contiguous copy where the array is not contiguous."""
         if self.size == 1:
             return
         for array in arrays:
@@ -122,13 +109,9 @@ def _nccl_dtype(buf: Any) -> int:
 
 
 def init(device: str = "cpu") -> World:
-    """Join the MPI job this process was started in (`mpiexec -n N python ...`): a world of N ranks;
-    a plain `python` process is a world of one. With device "cuda", each rank takes its own GPU on
-    its node (ranks share them when there are fewer) and, where CuPy has NCCL and no two ranks share
-    a GPU, opens an NCCL communicator for the GPU arrays.
-
-    Raises RuntimeError, saying what to install, when mpi4py (or the MPI library) is missing.
-    """
+    """Join the MPI job this process was started in (mpiexec -n N python ...): a world of N ranks, a plain process
+    a world of one; with device "cuda" each rank takes its own GPU (and NCCL where CuPy has it). A RuntimeError
+    says what to install when mpi4py or the MPI library is missing."""
     try:
         from mpi4py import MPI
     except (ImportError, RuntimeError) as err:  # RuntimeError: mpi4py found no MPI library

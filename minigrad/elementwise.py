@@ -1,10 +1,6 @@
-"""Elementwise math behind Tensor's operators: binary ops that broadcast (add, sub, mul, div, pow,
-comparisons, maximum, minimum, where) and unary ops (neg, exp, log, sqrt, tanh, sigmoid, abs, rsqrt, sin,
-cos, erf, clamp, and cast for Tensor.to).
-
-Each primitive is a Function with forward and backward side by side and its derivative in the
-docstring; the lowercase function below it is what Tensor's operators call. One `unbroadcast` serves
-every binary op.
+"""Elementwise math behind Tensor's operators, as torch.X: binary ops that broadcast (add ... pow, comparisons,
+maximum, minimum, where, masked_fill) and unary ones (neg, exp, log, sqrt, tanh, sigmoid, abs, ..., clamp, and
+cast for Tensor.to). Each Function has its derivative in its docstring; one `unbroadcast` serves every binary op.
 """
 
 from __future__ import annotations
@@ -13,50 +9,9 @@ import math
 from typing import Any
 
 from minigrad import backend
-from minigrad.dtypes import DEFAULT_FLOAT, as_float, check_same_device_and_dtype, number_kind
-from minigrad.shapes import _aux_array
-from minigrad.tensor import Function, Tensor, _as_array
-
-
-def unbroadcast(dx: Any, shape: tuple[int, ...]) -> Any:
-    """The adjoint of broadcasting is summing: reduce dx back to the input's `shape`."""
-    if dx.shape == shape:
-        return dx
-    lead = dx.ndim - len(shape)
-    stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and dx.shape[lead + i] != 1)
-    return dx.sum(axis=tuple(range(lead)) + stretched, keepdims=True).reshape(shape)
-
-
-_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}  # bool < integer < float, as PyTorch promotes across kinds
-_KIND_DEFAULT = {"u": "int64", "i": "int64", "f": DEFAULT_FLOAT}  # for a number of a higher kind than its tensor
-
-
-def as_operands(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
-    """Both operands as tensors of one dtype, promoted across kinds as PyTorch does: a Python number
-    takes the tensor's dtype (`x * 0.5` stays float32) unless it is of a higher kind, which gives that
-    kind's default (`int_tensor * 0.5` is float32); a tensor of a lower kind takes the other tensor's
-    dtype (`x * mask`). Two tensors of one kind but different dtypes (float32 and float64) are
-    refused by Function.apply, rather than promoted silently."""
-    if isinstance(a, Tensor) and isinstance(b, Tensor):
-        if _KIND_RANK[a.dtype.kind] < _KIND_RANK[b.dtype.kind]:
-            a = a.to(b.dtype)
-        elif _KIND_RANK[b.dtype.kind] < _KIND_RANK[a.dtype.kind]:
-            b = b.to(a.dtype)
-        return a, b
-    if isinstance(a, Tensor):
-        return _with_number(op, a, b)
-    if isinstance(b, Tensor):
-        b, a = _with_number(op, b, a)
-        return a, b
-    raise TypeError(f"{op}: expected a tensor operand, got {type(a).__name__} and {type(b).__name__}")
-
-
-def _with_number(op: str, x: Tensor, value: Any) -> tuple[Tensor, Tensor]:
-    """x and a Python or NumPy number as tensors of their common dtype; the number becomes one 0-d array."""
-    kind = number_kind(op, value)
-    dtype = x.dtype if _KIND_RANK[kind] <= _KIND_RANK[x.dtype.kind] else _KIND_DEFAULT[kind]
-    return x.to(dtype), Tensor._wrap(_as_array(value, dtype, x.device, op), False)
-
+from minigrad.arrays import as_array, broadcasts_to, index_array, stable_sigmoid, unbroadcast
+from minigrad.dtypes import as_float, check_same_device_and_dtype, number_kind
+from minigrad.tensor import Function, Tensor, operands
 
 # ---- elementwise: binary (broadcasting like NumPy) ----
 
@@ -138,25 +93,23 @@ class Pow(Function):
         return da, db
 
 
-def add(a: Any, b: Any) -> Tensor: return Add.apply(*as_operands("add", a, b))
-def sub(a: Any, b: Any) -> Tensor: return Sub.apply(*as_operands("sub", a, b))
-def mul(a: Any, b: Any) -> Tensor: return Mul.apply(*as_operands("mul", a, b))
-def div(a: Any, b: Any) -> Tensor: return Div.apply(*map(as_float, as_operands("div", a, b)))
-def pow(a: Any, b: Any) -> Tensor: return Pow.apply(*as_operands("pow", a, b))
+def add(a: Any, b: Any) -> Tensor: return Add.apply(*operands("add", a, b))
+def sub(a: Any, b: Any) -> Tensor: return Sub.apply(*operands("sub", a, b))
+def mul(a: Any, b: Any) -> Tensor: return Mul.apply(*operands("mul", a, b))
+def div(a: Any, b: Any) -> Tensor: return Div.apply(*map(as_float, operands("div", a, b)))
+def pow(a: Any, b: Any) -> Tensor: return Pow.apply(*operands("pow", a, b))
 
 
 def compare(op: str, a: Tensor, b: Any) -> Tensor:
-    """a < b, a == b, ...: a boolean tensor, outside the graph (comparisons have no gradient).
-
-    a == b and a != b with a b that is neither a tensor, a number nor an array (None, a string, a list)
-    give NotImplemented, so that Python answers False and True, as it does for PyTorch's tensors."""
+    """a < b, a == b, ...: a boolean tensor outside the graph. == and != with a b that is no tensor, number or
+    array (None, a string) give NotImplemented, so that Python answers False and True, as for PyTorch's."""
     if op in ("eq", "ne") and not isinstance(b, (Tensor, bool, int, float)) and not hasattr(b, "dtype"):
         return NotImplemented
-    a, b = as_operands(op, a, b)
+    a, b = operands(op, a, b)
     check_same_device_and_dtype(op, (a, b))
     ufunc = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal", "eq": "equal",
              "ne": "not_equal"}[op]
-    return Tensor._wrap(getattr(backend.get_array_module(a.data), ufunc)(a.data, b.data), False)
+    return Tensor.wrap(getattr(backend.get_array_module(a.data), ufunc)(a.data, b.data), False)
 
 
 # ---- elementwise: unary ----
@@ -236,18 +189,11 @@ def cast(x: Tensor, dtype: Any) -> Tensor: return Cast.apply(x, dtype=dtype)
 
 # ---- more elementwise math: sigmoid, abs, rsqrt, sin, cos, erf, maximum, minimum, where, clamp ----
 
-def _sigmoid(x: Any) -> Any:
-    """1 / (1 + exp(-x)) on an array, computed from exp(-|x|) so that exp never overflows."""
-    xp = backend.get_array_module(x)
-    e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
-
-
 class Sigmoid(Function):
     """y = 1 / (1 + exp(-x));  dx = dout * y * (1 - y)"""
 
     def forward(self, x):
-        self.y = _sigmoid(x)
+        self.y = stable_sigmoid(x)
         return self.y
 
     def backward(self, dout):
@@ -373,14 +319,14 @@ class Clamp(Function):
         return (dout * self.inside,)
 
 
-def maximum(a: Any, b: Any) -> Tensor: return Maximum.apply(*as_operands("maximum", a, b))
-def minimum(a: Any, b: Any) -> Tensor: return Minimum.apply(*as_operands("minimum", a, b))
+def maximum(a: Any, b: Any) -> Tensor: return Maximum.apply(*operands("maximum", a, b))
+def minimum(a: Any, b: Any) -> Tensor: return Minimum.apply(*operands("minimum", a, b))
 
 
 def where(condition: Any, input: Any, other: Any) -> Tensor:
     """`input` where the boolean `condition` is True, else `other`; all three broadcast (torch.where)."""
-    a, b = as_operands("where", input, other)
-    cond = _aux_array("where", condition, a, "b")
+    a, b = operands("where", input, other)
+    cond = index_array("where", condition, a.device, "b")
     return Where.apply(a, b, cond=cond)
 
 
@@ -393,8 +339,37 @@ def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tens
         raise TypeError("clamp: the bounds must be numbers; for tensor bounds use mg.maximum and mg.minimum")
     if any(v is not None and number_kind("clamp", v) == "f" for v in (min, max)):
         x = as_float(x)  # int_tensor.clamp(0.5) is float32, as in PyTorch
-    low, high = (None if v is None else _as_array(v, x.dtype, x.device, "clamp") for v in (min, max))
+    low, high = (None if v is None else as_array(v, x.dtype, x.device, "clamp") for v in (min, max))
     return Clamp.apply(x, low=low, high=high)
 
 
 clip = clamp
+
+
+class MaskedFillFunction(Function):
+    """y = where(mask, value, x);  dx = where(mask, 0, dout): masked positions get no gradient"""
+
+    def forward(self, x, mask, value):
+        xp = backend.get_array_module(x)
+        self.mask = mask
+        y = x.copy()
+        xp.copyto(y, value, where=mask)  # speed: where() is slower with a broadcast mask
+        return y
+
+    def backward(self, dout):
+        dx = dout.copy()
+        backend.get_array_module(dout).copyto(dx, 0, where=self.mask)  # speed: as in forward, not where()
+        return (dx,)
+
+
+def masked_fill(x: Tensor, mask: Any, value: float) -> Tensor:
+    """x with `value` where the boolean `mask` (broadcast to x's shape) is True."""
+    if number_kind("masked_fill", value) == "f" and x.dtype.kind != "f":
+        raise TypeError(f"masked_fill: float value {value} for a {x.dtype} tensor of shape {x.shape}")
+    mask = index_array("masked_fill", mask, x.device, "bf")
+    if mask.dtype.kind == "f":
+        raise TypeError(f"masked_fill: expected boolean values, got dtype {mask.dtype} (True: fill); F.causal_mask "
+                        "gives an additive mask of 0 and -inf: add it to the scores (scores + F.causal_mask(T))")
+    if not broadcasts_to(mask.shape, x.shape):
+        raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's {x.shape}")
+    return MaskedFillFunction.apply(x, mask=mask, value=as_array(value, x.dtype, x.device, "masked_fill"))

@@ -69,14 +69,9 @@ class GradcheckResult:
 
 def gradcheck(fn: Callable[..., Tensor], *inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
               rtol: float = 1e-3, seed: int = 0, raise_exception: bool = True) -> GradcheckResult:
-    """Check d fn / d input for every float64 input tensor that requires grad.
-
-    The output is contracted with a random upstream gradient g, so what is checked is the gradient
-    of sum(fn(*inputs) * g): a plain sum would pass a zero backward for softmax or layer norm, whose
-    sum is constant. Element k passes when |analytic - numeric| <= atol + rtol * |numeric|.
-    Raises GradcheckError naming the worst input and element; with raise_exception=False returns the
-    result, which is falsy when the check failed.
-    """
+    """Check d fn / d input for every float64 input that requires grad, contracting the output with a random upstream
+    gradient (a plain sum would pass a zero backward for softmax or layer norm); element k passes when |analytic -
+    numeric| <= atol + rtol |numeric|. Raises GradcheckError naming the worst element, or returns a falsy result."""
     inputs = tuple(t.detach().requires_grad_() if isinstance(t, Tensor) and t.requires_grad and not t.is_leaf else t
                    for t in inputs)  # a computed input (x.to(mg.float64)) as a leaf, where backward() leaves .grad
     checked = [(i, t) for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]

@@ -1,7 +1,6 @@
-"""Cross-entropy under softmax(logits), one Function per kind of target, each with a closed-form
-backward: integer class indices (dlogits = softmax - the smoothed one-hot) and class probabilities
-(dlogits = softmax * sum(q) - q), each row's term weighted by what the reduction gives it.
-Shapes: N rows (all leading dimensions flattened), V classes (vocabulary), on the last axis.
+"""Cross-entropy under softmax(logits), one Function per kind of target, each with a closed-form backward:
+class indices (dlogits = softmax - the smoothed one-hot) and class probabilities (dlogits = softmax * sum(q) - q);
+under mg.fused(), class indices run the fused forward written beside it. Shapes: N rows, V classes, last axis.
 """
 
 from __future__ import annotations
@@ -9,11 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from minigrad import backend
+from minigrad.arrays import as_rows, index_array, indices_in_range, row_max, row_sums, stable_softmax
 from minigrad.dtypes import check_float, number_kind
-from minigrad.functional import stable_softmax
-from minigrad.matmul import as_rows
-from minigrad.shapes import _aux_array, _indices_in_range
-from minigrad.tensor import Function, Tensor
+from minigrad.tensor import Function, Tensor, is_fused_enabled
 
 # ---- cross-entropy ----
 
@@ -25,17 +22,21 @@ class CrossEntropyFunction(Function):
     """
 
     def forward(self, logits, targets, counted, smoothing, reduction):
-        xp = backend.get_array_module(logits)
-        logp = stable_softmax(as_rows(logits), axis=1, log=True)  # (N, V)
-        rows = xp.arange(logp.shape[0])
-        losses = -logp[rows, targets]  # (N,): -log softmax(x)[target]
-        if smoothing:  # -sum_c q_c log softmax(x)_c, q = (1 - eps) one_hot + eps / V
-            losses = (1 - smoothing) * losses - smoothing * logp.mean(axis=1)
+        rows = backend.get_array_module(logits).arange(targets.shape[0])
+        losses, self.probs = self.losses_and_probs(as_rows(logits), rows, targets, smoothing)  # (N,), (N, V)
         losses *= counted
-        self.probs = xp.exp(logp)  # (N, V), for backward
         self.rows, self.targets, self.counted, self.n = rows, targets, counted, counted.sum()
         self.smoothing, self.reduction, self.logits_shape = smoothing, reduction, logits.shape
         return _reduce(losses, reduction, self.n, logits.shape[:-1])
+
+    @staticmethod
+    def losses_and_probs(x, rows, targets, smoothing):
+        """Each row's loss -sum_c q_c log softmax(x)_c, q = (1 - eps) one_hot(t) + eps / V, and softmax(x)."""
+        logp = stable_softmax(x, axis=1, log=True)  # (N, V)
+        losses = -logp[rows, targets]  # (N,): -log softmax(x)[target]
+        if smoothing:
+            losses = (1 - smoothing) * losses - smoothing * logp.mean(axis=1)
+        return losses, backend.get_array_module(x).exp(logp)
 
     def backward(self, dout):
         w = _row_weights(dout, self.reduction, self.n, self.probs.shape[0]) * self.counted[:, None]  # (N, 1)
@@ -45,6 +46,27 @@ class CrossEntropyFunction(Function):
         if self.smoothing:
             dx -= (self.smoothing / dx.shape[1]) * w
         return (dx.reshape(self.logits_shape),)
+
+
+class FusedCrossEntropyFunction(CrossEntropyFunction):
+    """CrossEntropyFunction with one exp instead of two: probs = exp(x - max) / sum, and -log softmax(x)[t] =
+    log(sum) - (x - max)[t], from the same sums (speed: see docs/performance.md). Its backward is the plain one."""
+
+    @staticmethod
+    def losses_and_probs(x, rows, targets, smoothing):
+        xp = backend.get_array_module(x)
+        probs = xp.subtract(x, row_max(x))  # x - max, then its exps, then probs, in one array
+        losses = -probs[rows, targets]  # (N,)
+        if smoothing:
+            mean_shifted = row_sums(probs)[:, 0] * (1 / x.shape[1])
+        xp.exp(probs, out=probs)
+        sums = row_sums(probs)  # (N, 1)
+        log_sums = xp.log(sums[:, 0])
+        losses += log_sums  # -log softmax(x)[t]
+        if smoothing:  # -sum_c q_c log softmax(x)_c, q = (1 - eps) one_hot + eps / V
+            losses = (1 - smoothing) * losses - smoothing * (mean_shifted - log_sums)
+        probs /= sums
+        return losses, probs
 
 
 class SoftCrossEntropyFunction(Function):
@@ -81,18 +103,15 @@ class SoftCrossEntropyFunction(Function):
 
 
 def _reduce(losses: Any, reduction: str, n: Any, shape: tuple[int, ...]) -> Any:
-    """The rows' losses (N,) as one loss per row (shape), their sum, or their mean over n rows.
-
-    n, the rows counted, is an array on the device: the mean of no row is NaN (0 / 0, as in PyTorch),
-    chosen by xp.where rather than by an `if` that would wait for the device to say n.
-    """
+    """The rows' losses (N,) as one loss per row, their sum, or their mean over the n counted rows (NaN for none, as in
+    PyTorch: chosen by xp.where, since an `if` would wait for the device to say n)."""
     if reduction == "none":
         return losses.reshape(shape)
     total = losses.sum(keepdims=True).reshape(())
     if reduction == "sum":
         return total
     xp = backend.get_array_module(losses)
-    return xp.where(n > 0, total / _at_least_one(n), xp.asarray(float("nan"), dtype=total.dtype))
+    return xp.where(n > 0, total / xp.maximum(n, 1), xp.asarray(float("nan"), dtype=total.dtype))
 
 
 def _row_weights(dout: Any, reduction: str, n: Any, rows: int) -> Any:
@@ -100,28 +119,18 @@ def _row_weights(dout: Any, reduction: str, n: Any, rows: int) -> Any:
     dout / n ("mean"; 0 when n is 0, as PyTorch's gradient is then)."""
     if reduction == "none":
         return dout.reshape(-1, 1)
-    w = dout / _at_least_one(n) if reduction == "mean" else dout
-    return backend.get_array_module(dout).broadcast_to(w.reshape(1, 1), (rows, 1))
-
-
-def _at_least_one(n: Any) -> Any:
-    return backend.get_array_module(n).maximum(n, 1)
+    xp = backend.get_array_module(dout)
+    w = dout / xp.maximum(n, 1) if reduction == "mean" else dout
+    return xp.broadcast_to(w.reshape(1, 1), (rows, 1))
 
 
 def cross_entropy(logits: Tensor, targets: Any, *, ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
-    """Cross-entropy of `targets` under softmax(logits), the classes along the last axis, as
-    torch.nn.functional.cross_entropy. `targets` are either
-    - integer class indices of shape logits.shape[:-1]; a target equal to `ignore_index` counts for
-      nothing: loss 0, gradient 0, and left out of the mean's count;
-    - or class probabilities (floats) of the logits' shape; ignore_index does not apply.
-    label_smoothing eps mixes the target with the uniform distribution: (1 - eps) target + eps / V.
-    reduction: "mean" (over the rows counted: NaN when every target is ignored, as in PyTorch),
-    "sum", or "none" (one loss per row, of shape logits.shape[:-1]).
-    PyTorch keeps the classes on axis 1 of (N, V, d1, ...); here they are last, as in the GPT's (B, T, V)
-    logits. The two agree for (N, V). The options after `targets` are keyword-only, so that PyTorch's
-    positional `weight` (not supported) cannot be taken for one of them.
-    """
+    """Cross-entropy of `targets` under softmax(logits), classes on the last axis (PyTorch's axis 1; the two agree
+    for (N, V)), as torch.nn.functional.cross_entropy. targets: integer class indices of logits.shape[:-1], those
+    equal to ignore_index counted for nothing (loss and gradient 0, left out of the mean), or class probabilities of
+    the logits' shape. label_smoothing eps: (1 - eps) target + eps / V. reduction: "mean" (over the counted rows:
+    NaN if none), "sum" or "none". The options are keyword-only, so PyTorch's positional `weight` cannot land in one."""
     op = "cross_entropy"
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
@@ -132,10 +141,10 @@ def cross_entropy(logits: Tensor, targets: Any, *, ignore_index: int = -100, red
     if logits.ndim == 0:
         raise ValueError(f"{op}: logits must have a class axis, got shape {logits.shape}")
     if not (isinstance(targets, Tensor) and targets.dtype.kind == "f"):  # a float Tensor keeps its graph edge
-        targets = _aux_array(op, targets, logits, "iuf", moved=False)  # still where it came from
+        targets = index_array(op, targets, logits.device, "iuf", moved=False)  # still where it came from
     if targets.dtype.kind == "f" and targets.shape == logits.shape:
         if not isinstance(targets, Tensor):
-            targets = Tensor._wrap(backend.to_device(targets, logits.device).astype(logits.dtype, copy=False), False)
+            targets = Tensor.wrap(backend.to_device(targets, logits.device).astype(logits.dtype, copy=False))
         return SoftCrossEntropyFunction.apply(logits, targets, smoothing=label_smoothing, reduction=reduction)
     if targets.dtype.kind == "f":
         raise TypeError(f"{op}: targets must be integer class indices of shape {logits.shape[:-1]} or class "
@@ -143,9 +152,10 @@ def cross_entropy(logits: Tensor, targets: Any, *, ignore_index: int = -100, red
     if targets.shape != logits.shape[:-1]:
         raise ValueError(f"{op}: targets of shape {targets.shape} for logits of shape {logits.shape}; "
                          f"expected {logits.shape[:-1]}")
-    targets = _indices_in_range(op, targets, logits, logits.shape[-1], "target", ignore_index)
+    targets = indices_in_range(op, targets, logits.device, logits.shape[-1], "target", ignore_index)
     targets = targets.reshape(-1)
     counted = targets != ignore_index
-    return CrossEntropyFunction.apply(logits, targets=targets * counted,  # ignored rows: any valid class, zeroed
+    fn = FusedCrossEntropyFunction if is_fused_enabled() else CrossEntropyFunction  # speed: under mg.fused()
+    return fn.apply(logits, targets=targets * counted,  # ignored rows: any valid class, zeroed
                                       counted=counted.astype(logits.dtype), smoothing=label_smoothing,
                                       reduction=reduction)

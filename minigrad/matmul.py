@@ -1,21 +1,15 @@
-"""Matrix products: `a @ b` (numpy.matmul semantics, batch dims broadcast) and F.linear
-(x @ w^T + b, PyTorch's weight layout), both computed as one 2-D product over the flattened batch.
+"""Matrix products: `a @ b` (numpy.matmul semantics, batch dims broadcast) and F.linear (x @ w^T + b, PyTorch's
+weight layout), both computed as one 2-D product over the flattened batch where they can.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from minigrad import elementwise  # the module, not its names: importing elementwise first must work
-from minigrad.tensor import Function, Tensor
+from minigrad.arrays import as_rows, unbroadcast
+from minigrad.tensor import Function, Tensor, operands
 
 # ---- the 2-D product both share ----
-
-def as_rows(a: Any) -> Any:
-    """(..., n) -> (N, n): all leading dimensions flattened into N rows (N spelled out: -1 fails for n = 0)."""
-    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
-
 
 def matmul_2d(a: Any, b: Any) -> Any:
     """a @ b for a of shape (..., n) and a matrix b (n, m): one (N, n) @ (n, m) product, not one per batch entry."""
@@ -38,13 +32,13 @@ class MatMul(Function):
         if b.ndim == 2:  # speed: the 2-D product of forward, undone as 2-D products
             return (matmul_2d(dout, b.T) if need_a else None,
                     as_rows(a).T @ as_rows(dout) if need_b else None)
-        return (elementwise.unbroadcast(dout @ b.swapaxes(-1, -2), a.shape) if need_a else None,
-                elementwise.unbroadcast(a.swapaxes(-1, -2) @ dout, b.shape) if need_b else None)
+        return (unbroadcast(dout @ b.swapaxes(-1, -2), a.shape) if need_a else None,
+                unbroadcast(a.swapaxes(-1, -2) @ dout, b.shape) if need_b else None)
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """a @ b as numpy.matmul: a 1-D operand is promoted to a matrix and that axis removed from the result."""
-    a, b = elementwise.as_operands("matmul", a, b)
+    a, b = operands("matmul", a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul: operands must have at least 1 dimension, got shapes {a.shape} and {b.shape}")
     a2 = a.reshape(1, a.shape[0]) if a.ndim == 1 else a  # (n,) as the row (1, n)

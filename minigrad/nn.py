@@ -1,9 +1,6 @@
-"""Layers: Module, Parameter, Linear, Embedding, LayerNorm, RMSNorm, Dropout, GELU, ReLU, ModuleList,
-Sequential.
-
-A Module registers the Parameters and Modules assigned to its attributes, so `named_parameters()`
-gives dotted names (`blocks.0.attn.qkv.weight`) and `state_dict()` / `load_state_dict()` follow them.
-Initialisation follows GPT-2: weights ~ N(0, 0.02), biases 0, from the seeded generator (mg.manual_seed).
+"""Layers: Module, Parameter, Linear, Embedding, LayerNorm, RMSNorm, Dropout, GELU, ReLU, ModuleList, Sequential.
+A Module registers the Parameters and Modules assigned to it, so named_parameters() gives dotted names
+(blocks.0.attn.q_proj.weight) that state_dict() follows. Init as GPT-2's: weights ~ N(0, 0.02), biases 0.
 """
 
 from __future__ import annotations
@@ -15,8 +12,9 @@ import numpy as np
 
 from minigrad import backend
 from minigrad import functional as F
+from minigrad.arrays import as_array
 from minigrad.dtypes import DType
-from minigrad.tensor import Tensor, _as_array
+from minigrad.tensor import Tensor
 
 
 class Parameter(Tensor):
@@ -134,7 +132,7 @@ class Module:
         if problems:
             raise ValueError(f"load_state_dict({type(self).__name__}): " + ", ".join(problems))
         for name, p in own.items():
-            p.data = _as_array(state[name], p.dtype, p.device, "load_state_dict").copy()
+            p.data = as_array(state[name], p.dtype, p.device, "load_state_dict").copy()
 
 
 # ---- layers ----

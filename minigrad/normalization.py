@@ -1,5 +1,6 @@
 """Layer normalisation and RMS normalisation over the last axes (PyTorch's normalized_shape), each one Function
-with a closed-form backward. Shapes: N = all leading dimensions flattened, C channels.
+with a closed-form backward; under mg.fused(), layer norm runs the fused kernel written beside it.
+Shapes: N = all leading dimensions flattened, C channels.
 """
 
 from __future__ import annotations
@@ -8,9 +9,9 @@ import math
 from collections.abc import Sequence
 
 from minigrad import backend
-from minigrad.dims import int_tuple
+from minigrad.arrays import as_rows, column_sums, int_tuple, row_sums
 from minigrad.dtypes import check_float
-from minigrad.tensor import Function, Tensor
+from minigrad.tensor import Function, Tensor, is_fused_enabled
 
 # ---- layer norm ----
 
@@ -52,6 +53,55 @@ class LayerNormFunction(Function):
         return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
 
 
+class FusedLayerNormFunction(Function):
+    """LayerNormFunction over the last axis, in place in x-hat and y, with the row and column sums of
+    arrays.row_sums and arrays.column_sums (speed: see docs/performance.md)."""
+
+    def forward(self, x, *affine, eps):
+        xp = backend.get_array_module(x)
+        x2 = as_rows(x)  # (N, C)
+        inv_c = 1 / x2.shape[1]
+        xhat = xp.subtract(x2, row_sums(x2) * inv_c)  # x - mean
+        y = xp.multiply(xhat, xhat)  # the squares, in y's memory until y is computed
+        rstd = row_sums(y)
+        rstd *= inv_c
+        rstd += eps
+        xp.sqrt(rstd, out=rstd)
+        xp.reciprocal(rstd, out=rstd)  # (N, 1)
+        xhat *= rstd
+        if affine:
+            xp.multiply(xhat, affine[0], out=y)
+            if len(affine) == 2:
+                y += affine[1]
+        else:
+            y = xhat
+        self.xhat, self.rstd, self.w = xhat, rstd, affine[0] if affine else None
+        return y.reshape(x.shape)
+
+    def backward(self, dout):
+        # dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), as LayerNormFunction's
+        xp = backend.get_array_module(dout)
+        h2, d2, w = self.xhat, as_rows(dout), self.w
+        inv_c = 1 / h2.shape[1]
+        tmp = xp.multiply(d2, h2)
+        if w is not None:
+            dw, db = column_sums(tmp), column_sums(d2)
+            dx = xp.multiply(d2, w)  # dxhat
+            xp.multiply(dx, h2, out=tmp)
+        else:
+            dx = d2.copy()
+        proj = row_sums(tmp)
+        proj *= inv_c  # mean(dxhat * xhat)
+        centre = row_sums(dx)
+        centre *= inv_c  # mean(dxhat)
+        xp.multiply(h2, proj, out=tmp)
+        tmp += centre
+        dx -= tmp
+        dx *= self.rstd
+        dx = dx.reshape(dout.shape)
+        return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
+
+
 def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the last axes, those of `normalized_shape`, then scale by `weight` and shift by
@@ -65,7 +115,9 @@ def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor 
         n = math.prod(shape)
         weight, bias = (None if p is None else p.reshape(n) for p in (weight, bias))
         return layer_norm(x.reshape(x.shape[:x.ndim - len(shape)] + (n,)), n, weight, bias, eps).reshape(x.shape)
-    return LayerNormFunction.apply(x, *(p for p in (weight, bias) if p is not None), eps=eps)
+    affine = () if weight is None else (weight,) if bias is None else (weight, bias)
+    fn = FusedLayerNormFunction if is_fused_enabled() and x.size else LayerNormFunction  # speed: under mg.fused()
+    return fn.apply(x, *affine, eps=eps)
 
 
 def _normalized_shape(op: str, normalized_shape: int | Sequence[int], x: Tensor, **params: Tensor | None

@@ -1,9 +1,6 @@
-"""Reductions: sum, mean, max, min, var, std, prod, logsumexp over any dims, each gradient broadcast back
-along the reduced axes; cumsum; and argmax, argmin, any, all, which have no gradient.
-
-Arguments as PyTorch's (`dim=`, `keepdim=`, `correction=`, `unbiased=`), with NumPy's `axis=` and
-`keepdims=` accepted too, as PyTorch accepts them. max and min return the values only, as torch.amax and
-torch.amin do (not PyTorch's (values, indices) pair); argmax and argmin give the indices.
+"""Reductions over any dims, as torch.X: sum, mean, max, min, var, std, prod, logsumexp (each gradient broadcast
+back along the reduced axes), cumsum, and argmax, argmin, any, all (no gradient). max and min return the values
+only, as torch.amax and torch.amin do; argmax and argmin give the indices.
 """
 
 from __future__ import annotations
@@ -12,7 +9,7 @@ import math
 import warnings
 
 from minigrad import backend
-from minigrad.dims import Dims, as_axes, numpy_aliases
+from minigrad.arrays import Dims, as_axes, numpy_aliases
 from minigrad.dtypes import as_float, check_float
 from minigrad.tensor import Function, Tensor
 
@@ -126,10 +123,8 @@ class Var(Function):
 @numpy_aliases
 def var(x: Tensor, dim: Dims = None, *, correction: float | None = None, unbiased: bool | None = None,
         keepdim: bool = False) -> Tensor:
-    """Variance over `dim`, dividing by N - correction: correction=1 (the default, Bessel's) is the
-    unbiased estimate, 0 the population variance. unbiased=True / False is PyTorch's older spelling of
-    correction=1 / 0. With N - correction <= 0 (one element, or none) the result is inf or NaN, with a
-    warning, as in PyTorch."""
+    """Variance over `dim`, dividing by N - correction (1, Bessel's, by default; unbiased=True / False is PyTorch's
+    older spelling of 1 / 0); with N - correction <= 0 the result is inf or NaN, with a warning, as in PyTorch."""
     check_float("var", x)
     if unbiased is not None and correction is not None:
         raise ValueError("var: give correction or unbiased, not both")
@@ -238,7 +233,7 @@ def _index_of(op: str, x: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     else:
         index = getattr(x.data, op)(axis=along[0])
         shape = _kept_shape(x.shape, along) if keepdim else index.shape
-    return Tensor._wrap(backend.get_array_module(x.data).asarray(index, dtype="int64").reshape(shape), False)
+    return Tensor.wrap(backend.get_array_module(x.data).asarray(index, dtype="int64").reshape(shape), False)
 
 
 @numpy_aliases
@@ -256,4 +251,4 @@ def all(x: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
 def _logical(op: str, x: Tensor, dim: Dims, keepdim: bool) -> Tensor:
     reduced = as_axes(op, dim, x.shape)
     y = getattr(x.data, op)(axis=reduced, keepdims=True)  # keepdims: an array, never a NumPy scalar
-    return Tensor._wrap(y if keepdim else y.squeeze(reduced), False)
+    return Tensor.wrap(y if keepdim else y.squeeze(reduced), False)

@@ -1,8 +1,6 @@
-"""mg.save / mg.load: nested dicts of arrays and plain values in one .npz file, without pickle.
-
-Arrays become npz entries named by their path ("model/wte.weight"); everything else (numbers,
-strings, lists, None) goes into one JSON entry. Writes are atomic: a temporary file in the same
-folder, flushed to disk, then renamed over the target, so an interrupted save leaves the old file.
+"""mg.save / mg.load: nested dicts of arrays and plain values in one .npz file, without pickle: arrays as entries
+named by their path ("model/wte.weight"), the rest as one JSON entry. Writes are atomic (a temporary file in the
+same folder, flushed, then renamed), so an interrupted save leaves the old file.
 """
 
 from __future__ import annotations
@@ -23,13 +21,9 @@ _JSON_KEY = "__json__"
 
 
 def save(path: str | os.PathLike, tree: dict[str, Any]) -> None:
-    """Write `tree` (nested dicts; leaves are arrays, tensors or JSON values) to `path` atomically.
-
-    What load() could not give back is refused before anything is written: keys that are not
-    non-empty strings without '/', arrays of Python objects, and values that are neither arrays nor
-    JSON (None, bool, int, float, str, and lists or str-keyed dicts of them; tuples come back as lists).
-    The file gets the permissions a new file gets from the user's umask.
-    """
+    """Write `tree` (nested dicts; leaves are arrays, tensors or JSON values) to `path` atomically, with the
+    permissions the user's umask gives. What load() could not give back (keys that are not plain strings, object
+    arrays, other values) is refused before anything is written."""
     if not isinstance(tree, dict):
         raise TypeError(f"save: expected a dict, got {type(tree).__name__}")
     arrays: dict[str, np.ndarray] = {}

@@ -1,7 +1,6 @@
-"""Shape and indexing: reshape, transpose, x[index], cat (concatenate), stack, split (one node with
-several outputs), chunk, squeeze, unsqueeze, expand, flatten, unflatten, flip, tril, triu, repeat and
-gather, with PyTorch's names and arguments; and the checks that turn index and mask arguments into
-arrays on the right device. Their backward passes move gradients back to where the values came from.
+"""Shape and indexing, with PyTorch's names and arguments: reshape, permute, transpose, x[index], cat, stack,
+split (one node with several outputs), chunk, squeeze, ..., gather, and F.embedding and F.one_hot (rows picked
+by index), and F.causal_mask. Their backward passes move gradients back to where the values came from.
 """
 
 from __future__ import annotations
@@ -11,9 +10,21 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from minigrad import backend, elementwise  # the module, not its names: any import order works
-from minigrad.dims import as_axes, as_axis, int_tuple, numpy_aliases
-from minigrad.tensor import Function, Tensor, _as_array
+from minigrad import backend
+from minigrad.arrays import (
+    as_array,
+    as_axes,
+    as_axis,
+    check_range,
+    future_positions,
+    index_array,
+    indices_in_range,
+    int_tuple,
+    numpy_aliases,
+    unbroadcast,
+)
+from minigrad.dtypes import DType, float32, number_dtype
+from minigrad.tensor import Function, Tensor
 
 # ---- shape ----
 
@@ -91,61 +102,22 @@ def _is_basic(index: tuple) -> bool:
 def getitem(x: Tensor, index: Any) -> Tensor:
     """x[index] for ints, slices, None, Ellipsis and integer arrays (as lists, arrays or tensors)."""
     index = index if isinstance(index, tuple) else (index,)
-    index = tuple(_index_array(i, x.device) for i in index)
+    index = tuple(_index_argument(i, x.device) for i in index)
     try:
         return GetItem.apply(x, index=index)
     except IndexError as err:
         raise IndexError(f"getitem: index {index} into a tensor of shape {x.shape}: {err}") from None
 
 
-def _index_array(i: Any, device: str) -> Any:
+def _index_argument(i: Any, device: str) -> Any:
     """Array-like indices (lists, arrays, tensors) as arrays on the data's device, so a NumPy or CPU
     index serves CuPy data too; ints, slices, None and Ellipsis stay as they are."""
     if not (isinstance(i, (list, Tensor)) or hasattr(i, "dtype")):
         return i
-    i = _as_array(i, "int64" if isinstance(i, list) and not i else None, device, "getitem")  # x[[]]: no rows
+    i = as_array(i, "int64" if isinstance(i, list) and not i else None, device, "getitem")  # x[[]]: no rows
     if i.dtype.kind not in "iub":
         raise IndexError(f"getitem: indices must be integers or booleans, got dtype {i.dtype}")
     return i
-
-
-def _aux_array(op: str, value: Any, like: Tensor, kinds: str, moved: bool = True) -> Any:
-    """An index, mask or target argument as an array on `like`'s device, with a dtype of one of `kinds`.
-    NumPy arrays and lists are moved there (moved=False: left where they are, a list on the host); a
-    tensor on another device is refused, as an input would be."""
-    if isinstance(value, Tensor) and value.device != like.device:
-        raise RuntimeError(f"{op}: tensor of shape {value.shape} is on {value.device}, input on {like.device}")
-    value = _as_array(value, None, like.device if moved else None, op)
-    if value.dtype.kind not in kinds:
-        expected = " or ".join(dict.fromkeys(_KIND_NAMES[k] for k in kinds))  # "iu": integer, once
-        raise TypeError(f"{op}: expected {expected} values, got dtype {value.dtype}")
-    return value
-
-
-_KIND_NAMES = {"b": "boolean", "i": "integer", "u": "integer", "f": "floating-point"}
-
-
-def _indices_in_range(op: str, value: Any, like: Tensor, n: int, what: str, ignore: int | None = None) -> Any:
-    """Integer indices (token ids, targets) as an array on `like`'s device, refused if any lies outside
-    [0, n) other than `ignore`.
-
-    They are checked where they come from: indices from the host (lists, NumPy: train.py's batches)
-    before they are copied, so a GPU step does not wait for the check; indices already on the GPU
-    there, with one readback (the answer to "any out of range?").
-    """
-    indices = _aux_array(op, value, like, "iu", moved=False)
-    _check_range(op, indices, n, what, ignore)
-    return backend.to_device(indices, like.device)
-
-
-def _check_range(op: str, indices: Any, n: int, what: str, ignore: int | None = None) -> None:
-    """Refuse indices outside [0, n) here, rather than with an IndexError deep inside NumPy."""
-    bad = (indices < 0) | (indices >= n)
-    if ignore is not None:
-        bad &= indices != ignore
-    if bad.any():  # the one readback where the indices live on the GPU
-        where = tuple(int(i[0]) for i in bad.nonzero())
-        raise IndexError(f"{op}: {what} {int(indices[where])} at position {where} is out of range [0, {n})")
 
 
 # ---- cat (concatenate), stack, split, chunk ----
@@ -202,14 +174,9 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 class Split(Function):
-    """ys = the pieces of x along `dim` (views);  dx = the pieces' gradients side by side along dim,
-    zeros for a piece that received none.
-
-    One node with several outputs (see Function in tensor.py), so that backward runs once, with the
-    gradients of all pieces, and writes them into one new array of x's shape. Slicing instead, as in
-    q, k, v = qkv[..., :C], qkv[..., C:2C], qkv[..., 2C:], makes three nodes, each returning a gradient
-    of qkv's full shape that is zero outside its slice, and the engine adds the three up.
-    """
+    """ys = the pieces of x along `dim` (views);  dx = the pieces' gradients side by side, zeros for a piece that
+    received none. One node with several outputs (see Output in tensor.py): backward runs once, with every piece's
+    gradient, and writes one array of x's shape."""
 
     def forward(self, x, sizes, dim):
         self.x_shape, self.x_dtype, self.pieces = x.shape, x.dtype, _pieces(sizes, dim)
@@ -236,7 +203,7 @@ def split(x: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) 
         sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
     else:
         sizes = list(int_tuple("split", (split_size_or_sections,)))
-        if any(s < 0 for s in sizes) or sum(sizes) != n:
+        if min(sizes, default=0) < 0 or sum(sizes) != n:
             raise ValueError(f"split: sizes {sizes} do not add up to {n}, the size of dim {dim} of a tensor "
                              f"of shape {x.shape}")
     return Split.apply(x, sizes=tuple(sizes), dim=d)
@@ -303,7 +270,7 @@ class Expand(Function):
         return backend.get_array_module(x).broadcast_to(x, shape)
 
     def backward(self, dout):
-        return (elementwise.unbroadcast(dout, self.x_shape),)
+        return (unbroadcast(dout, self.x_shape),)
 
 
 def expand(x: Tensor, *sizes: int) -> Tensor:
@@ -343,7 +310,7 @@ def repeat(x: Tensor, *sizes: int) -> Tensor:
     return Repeat.apply(x, repeats=sizes)
 
 
-# ---- flip, tril, triu ----
+# ---- flip, tril, triu, causal_mask ----
 
 class Flip(Function):
     """y = x reversed along `dims`;  dx = dout reversed along the same dims"""
@@ -394,6 +361,20 @@ def _check_triangle(op: str, x: Tensor, diagonal: int) -> None:
         raise ValueError(f"{op}: needs a tensor of at least 2 dimensions, got shape {x.shape}")
 
 
+def causal_mask(T: int, T_k: int | None = None, *, dtype: DType = float32, device: str = "cpu") -> Tensor:
+    """(T, T_k) additive mask for attention scores: 0 where query i may see key j, -inf where j lies in its
+    future (the T queries are the last T of T_k positions, a key/value cache holding the earlier ones). Add it
+    to the scores, or pass it to F.scaled_dot_product_attention as attn_mask."""
+    T_k = T if T_k is None else T_k
+    if T < 0 or T_k < T:
+        raise ValueError(f"causal_mask: need 0 <= T <= T_k, got T={T}, T_k={T_k}")
+    dtype = number_dtype("causal_mask", dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"causal_mask: the mask holds -inf, so its dtype must be floating point, got {dtype}")
+    xp = backend.module_for(device)
+    return Tensor.wrap(xp.where(future_positions(xp, T, T_k), dtype.type(-math.inf), dtype.type(0)))
+
+
 # ---- gather ----
 
 class Gather(Function):
@@ -419,9 +400,53 @@ def gather(x: Tensor, dim: int, index: Any) -> Tensor:
     """Values of x picked along `dim` by integer `index`, as torch.gather: index has x's number of
     axes, no larger than x's along the others, and the result has index's shape."""
     d = as_axis("gather", dim, x.shape)
-    index = _aux_array("gather", index, x, "iu", moved=False)  # still where it came from: see _indices_in_range
+    index = index_array("gather", index, x.device, "iu", moved=False)  # still where it came from: see indices_in_range
     if index.ndim != x.ndim or any(m > n for i, (m, n) in enumerate(zip(index.shape, x.shape, strict=True)) if i != d):
         raise ValueError(f"gather: index of shape {index.shape} for a tensor of shape {x.shape} along dim {dim}: "
                          "it needs as many axes, none larger than the tensor's except along dim")
-    index = _indices_in_range("gather", index, x, x.shape[d], "index")
+    index = indices_in_range("gather", index, x.device, x.shape[d], "index")
     return Gather.apply(x, index=index, dim=d)
+
+
+# ---- embedding, one_hot ----
+
+class EmbeddingFunction(Function):
+    """y = w[indices];  dw = zeros with each row of dout added at its index (repeats accumulate)"""
+
+    def forward(self, w, indices):
+        self.w_shape, self.indices = w.shape, indices
+        return w[indices]
+
+    def backward(self, dout):
+        dw = backend.get_array_module(dout).zeros(self.w_shape, dtype=dout.dtype)
+        backend.scatter_add(dw, self.indices.reshape(-1), dout.reshape(self.indices.size, self.w_shape[1]))
+        return (dw,)
+
+
+def embedding(input: Any, weight: Tensor) -> Tensor:
+    """Rows of `weight` (num, dim) picked by integer indices `input` of any shape: (*input.shape, dim).
+    The indices come first, as in torch.nn.functional.embedding."""
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"embedding: weight must be a tensor, got {type(weight).__name__}; the indices come first, "
+                        "as in PyTorch: F.embedding(input, weight)")
+    if weight.ndim != 2:
+        raise ValueError(f"embedding: weight must be (num, dim), got shape {weight.shape}")
+    indices = indices_in_range("embedding", input, weight.device, weight.shape[0], "index")
+    return EmbeddingFunction.apply(weight, indices=indices)
+
+
+def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
+    """Integer class indices of any shape as int64 rows with a 1 at each index, (*tensor.shape, num_classes),
+    as torch.nn.functional.one_hot; num_classes=-1: the largest index + 1. No gradient: integers."""
+    indices = tensor if isinstance(tensor, Tensor) else Tensor(tensor)
+    if indices.dtype.kind not in "iu":
+        raise TypeError(f"one_hot: class indices must be integers, got dtype {indices.dtype}")
+    if num_classes == -1:
+        if indices.size == 0:
+            raise ValueError("one_hot: an empty tensor has no largest index; pass num_classes")
+        num_classes = int(indices.data.max()) + 1
+    if num_classes < 1:
+        raise ValueError(f"one_hot: num_classes must be positive or -1, got {num_classes}")
+    check_range("one_hot", indices.data, num_classes, "index")
+    xp = backend.get_array_module(indices.data)
+    return Tensor.wrap((indices.data[..., None] == xp.arange(num_classes)).astype("int64"))

@@ -1,10 +1,6 @@
-"""Tensor, the Function protocol that records the graph, and reverse-mode backward().
-
-Read this file first. A Tensor wraps a backend array (NumPy on "cpu", CuPy on "cuda"). Every
-primitive (elementwise.py, reductions.py, shapes.py, matmul.py, functional.py, ...) is a Function
-subclass with `forward` and `backward` side by side; `Function.apply` runs forward on raw arrays
-and, when a gradient is wanted, remembers the inputs.
-`Tensor.backward` walks that record in reverse topological order, calling each `backward`.
+"""Tensor, Function (one primitive, one graph node) and reverse-mode backward(); grad mode and the other
+per-thread switches. Read this file first: every op module (elementwise.py, reductions.py, shapes.py,
+matmul.py, activations.py) defines Functions, and Tensor's operators call those modules' functions.
 """
 
 from __future__ import annotations
@@ -17,98 +13,128 @@ from typing import Any
 import numpy as np
 
 from minigrad import backend
-from minigrad.dtypes import DEFAULT_FLOAT, DType, check_same_device_and_dtype, number_dtype, own_dtype
+from minigrad.arrays import as_array
+from minigrad.dtypes import DEFAULT_FLOAT, DType, check_same_device_and_dtype, number_dtype, number_kind
 
-# ---- grad mode ----
+# ---- per-thread switches: grad mode, fused kernels, the function hook ----
 
-class _GradMode(threading.local):
-    """Grad mode is per thread, as in PyTorch: each thread starts with it on."""
+class _Modes(threading.local):
+    """Each thread starts with grad mode on, fused kernels off and no hook, as in PyTorch for grad mode."""
 
     def __init__(self) -> None:
-        self.enabled = True
-        self.saved: list[bool] = []  # the mode before each no_grad block this thread is inside
+        self.grad = True
+        self.fused = False
+        self.hook: Callable[[Function, str, Callable[[], Any]], Any] | None = None
 
 
-_grad_mode = _GradMode()
+_modes = _Modes()
 
 
-class no_grad(contextlib.ContextDecorator):
-    """`with mg.no_grad():` (or as a decorator): nothing inside is recorded for backward.
+class _Switch(contextlib.ContextDecorator):
+    """A per-thread setting for the block it guards; each exit restores what its own entry found, so one
+    object may be entered again while in use (nested, or by a decorated function that calls itself)."""
 
-    Each exit restores the mode of its own entry, so one object may be entered again while it is in
-    use (nested, or by a decorated function that calls itself), and threads do not see each other's.
-    """
+    name = ""
+
+    def __init__(self, value: Any) -> None:
+        self.value, self.saved = value, []
 
     def __enter__(self) -> None:
-        _grad_mode.saved.append(_grad_mode.enabled)
-        _grad_mode.enabled = False
+        self.saved.append(getattr(_modes, self.name))
+        setattr(_modes, self.name, self.value)
 
     def __exit__(self, *exc: object) -> None:
-        _grad_mode.enabled = _grad_mode.saved.pop()
+        setattr(_modes, self.name, self.saved.pop())
+
+
+class no_grad(_Switch):
+    """`with mg.no_grad():` (or as a decorator): nothing inside is recorded for backward."""
+
+    name = "grad"
+
+    def __init__(self) -> None:
+        super().__init__(False)
 
 
 def is_grad_enabled() -> bool:
-    return _grad_mode.enabled
+    return _modes.grad
+
+
+class fused(_Switch):
+    """`with mg.fused():` softmax, layer norm and GELU's tanh form run their fused kernels (the same formula
+    in fewer passes over memory, written beside the plain one); mg.fused(False) turns them off again."""
+
+    name = "fused"
+
+    def __init__(self, enabled: bool = True) -> None:
+        super().__init__(bool(enabled))
+
+
+def is_fused_enabled() -> bool:
+    return _modes.fused
+
+
+class intercept(_Switch):
+    """`with intercept(hook):` every Function.forward and .backward this thread runs is called as
+    hook(node, "forward" or "backward", run), which must return run(): a way in for profilers and checks."""
+
+    name = "hook"
 
 
 # ---- Function: one primitive, one graph node ----
 
 class Function:
-    """A primitive with a hand-written backward. An instance is both the graph node and the `ctx`.
+    """A primitive with a hand-written backward; an instance is both the graph node and the `ctx`.
 
-    Subclasses define `forward(self, *arrays, **options) -> array`, saving on `self` what backward
-    needs, and `backward(self, dout) -> tuple of dx`, one per input (None where no gradient is
-    needed; `self.needs_input_grad` says which). Each dx must be a new array, `dout` itself, or a
-    view of `dout`: the engine copies before writing into the latter two. NumPy turns the result of
-    arithmetic on 0-d arrays into a NumPy scalar (`dout * b`); the engine makes it a 0-d array again,
-    in forward and backward alike, so every .data and .grad is an array.
-
-    A forward that returns a tuple of arrays makes a node with several outputs (split does): each
-    output tensor gets its own edge, an `Output`, and backward runs once, with a list of every
-    output's gradient (None for an output that received none) in place of `dout`.
-
-    The graph's edges are `parents`: for each input, the node that computed it, or the input itself
-    when it is a leaf (None when it needs no gradient). Edges lead to nodes, not to the tensors
-    between them, so an intermediate result stays in memory only if some backward saved it.
+    forward(self, *arrays, **options) -> array saves on self what backward needs; backward(self, dout)
+    returns one dx per input (None where `needs_input_grad` says no gradient is needed). The whole
+    protocol, and how to write your own, is in docs/backward.md ("Writing your own Function").
     """
 
-    parents: tuple[Function | Tensor | None, ...] | None = ()
-    needs_input_grad: tuple[bool, ...] = ()
+    parents: tuple[Function | Tensor | None, ...] | None = ()  # per input: the node that computed it, the leaf
+    needs_input_grad: tuple[bool, ...] = ()  # itself, or None where no gradient is needed
     _hooks: tuple[Any, ...] = ()  # register_hook / retain_grad on the tensor this node computed
-    _op = "function"  # the name in error messages, set once per subclass: LinearFunction -> "linear"
+    _op = "function"  # the name in error messages, once per subclass: (Fused)LinearFunction -> "linear"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._op = cls.__name__.removesuffix("Function").lower()
+        cls._op = cls.__name__.removeprefix("Fused").removesuffix("Function").lower()
 
     @classmethod
     def apply(cls, *inputs: Tensor, **options: Any) -> Tensor | tuple[Tensor, ...]:
-        op = cls._op
+        """Run forward on the inputs' arrays; where a gradient is wanted, record the node for backward."""
+        op, arrays, needs, edges = cls._op, [], [], []
         for i, t in enumerate(inputs):
             if not isinstance(t, Tensor):
                 raise TypeError(f"{op}: input {i} is a {type(t).__name__}, not a tensor; wrap it with mg.tensor()")
-        if len(inputs) > 1:
-            check_same_device_and_dtype(op, inputs)
+            if i and (t.dtype != arrays[0].dtype or type(t.data) is not type(arrays[0])):  # another dtype or device
+                check_same_device_and_dtype(op, inputs)  # raises, naming every input's shape and dtype or device
+            arrays.append(t.data)
+            needs.append(t.requires_grad)
+            edges.append((t._ctx or t) if t.requires_grad else None)  # the node that computed t, or t itself
         fn = cls()
-        requires_grad = _grad_mode.enabled and any(t.requires_grad for t in inputs)
+        requires_grad = _modes.grad and any(needs)
         if requires_grad:
-            fn.needs_input_grad = tuple(t.requires_grad for t in inputs)
+            fn.needs_input_grad = tuple(needs)
         try:
-            out = fn.forward(*(t.data for t in inputs), **options)
+            if _modes.hook is None:
+                out = fn.forward(*arrays, **options)
+            else:
+                out = _modes.hook(fn, "forward", lambda: fn.forward(*arrays, **options))
         except (ValueError, TypeError) as err:  # a NumPy/CuPy complaint: say which op and which shapes
             shapes = ", ".join(str(t.shape) for t in inputs)
             kind = ValueError if isinstance(err, ValueError) else TypeError
             raise kind(f"{op}: inputs of shapes {shapes}: {err}") from None
         if requires_grad:
-            fn.parents = tuple((t._ctx or t) if t.requires_grad else None for t in inputs)
-        if isinstance(out, tuple):  # several outputs: each reaches this node through its own edge
-            results = tuple(Tensor._wrap(o, requires_grad) for o in out)
+            fn.parents = tuple(edges)
+        if isinstance(out, tuple):  # several outputs (split): each reaches this node through its own edge
+            results = tuple(Tensor.wrap(o, requires_grad) for o in out)
             if requires_grad:
                 fn.n_outputs = len(out)
                 for i, r in enumerate(results):
                     r._ctx = Output(fn, i, r.data)
             return results
-        result = Tensor._wrap(out, requires_grad)
+        result = Tensor.wrap(out, requires_grad)
         if requires_grad:
             fn.shape, fn.dtype = out.shape, out.dtype  # what this node hands its consumers, for checks
             result._ctx = fn
@@ -127,8 +153,8 @@ class Function:
 
 
 class Output(Function):
-    """The edge to output `index` of a node with several outputs. The backward sweep calls no
-    backward here: it files the gradient in the node's list, at `index`, for the node's one backward."""
+    """The edge to output `index` of a node with several outputs: the sweep files its gradient in the
+    node's list, and calls the node's one backward with all of them."""
 
     def __init__(self, node: Function, index: int, array: Any) -> None:
         self.parents, self.index = (node,), index
@@ -136,30 +162,8 @@ class Output(Function):
 
 
 def _array(value: Any) -> Any:
-    """`value` as an array: a NumPy scalar (what NumPy arithmetic on 0-d arrays returns) becomes a 0-d
-    array, which, unlike the scalar, can be written in place."""
+    """A NumPy scalar (what NumPy arithmetic on 0-d arrays returns) as a 0-d array, which can be written in place."""
     return backend.get_array_module(value).asarray(value) if isinstance(value, np.generic) else value
-
-
-def _as_array(data: Any, dtype: DType | None = None, device: str | None = None, op: str = "tensor") -> Any:
-    """The one way values become a backend array: a tensor, a NumPy or CuPy array, a Python number or a
-    (nested) list, as `dtype` (default: its own, with Python floats as float32) on `device` (default:
-    its own, or "cpu"). Values that are not numbers (None, strings, objects) are a TypeError naming `op`,
-    whatever `dtype` asks for: NumPy would turn None into NaN and "3" into 3.0."""
-    if isinstance(data, Tensor):
-        data = data.data
-    own = own_dtype(data)
-    if own.kind not in "biuf":
-        raise TypeError(f"{op}: expected numbers, got {type(data).__name__} {data!r:.60}, whose dtype {own} "
-                        "is not a number type (bool, integer or float)")
-    if dtype is not None:
-        dtype = number_dtype(op, dtype)
-    elif not hasattr(data, "dtype") and own.kind == "f":
-        dtype = DEFAULT_FLOAT
-    if device is None:
-        device = backend.device_of(data) if hasattr(data, "dtype") else "cpu"
-    xp = backend.module_for(device)
-    return xp.asarray(backend.to_device(data, device) if hasattr(data, "dtype") else data, dtype=dtype)
 
 
 # ---- Tensor ----
@@ -173,7 +177,7 @@ class Tensor:
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: DType | None = None,
                  device: str | None = None) -> None:
-        self.data = _as_array(data, dtype, device)
+        self.data = as_array(data, dtype, device)
         self.grad = None
         self.requires_grad = False
         self._ctx: Function | None = None
@@ -181,8 +185,8 @@ class Tensor:
         self.requires_grad_(requires_grad)
 
     @classmethod
-    def _wrap(cls, data: Any, requires_grad: bool) -> Tensor:
-        """Fast constructor for op outputs: `data` is already a backend array (or a NumPy scalar)."""
+    def wrap(cls, data: Any, requires_grad: bool = False) -> Tensor:
+        """A tensor around `data`, already a backend array (or a NumPy scalar): no copy, no check; for op results."""
         t = object.__new__(cls)
         t.data, t.grad, t.requires_grad, t._ctx, t._hooks = _array(data), None, requires_grad, None, ()
         return t
@@ -228,32 +232,27 @@ class Tensor:
         return self.data.reshape(()).item()
 
     def to(self, target: str | DType) -> Tensor:
-        """A copy on another device ("cpu", "cuda") or of another dtype; `self` if nothing changes.
-
-        A copy on another device is a new leaf. A float-to-float conversion is an op: gradients flow back
-        through it, cast to the input's dtype. An integer or bool result is a plain tensor (no gradient).
-        """
+        """A copy on another device ("cpu", "cuda": a new leaf) or of another dtype; `self` if nothing changes.
+        A float-to-float conversion is an op that gradients flow back through; an integer or bool result is
+        a plain tensor."""
         if isinstance(target, str) and target in backend.DEVICES:
             data = backend.to_device(self.data, target)
-            return self if data is self.data else Tensor._wrap(data, False).requires_grad_(self.requires_grad)
+            return self if data is self.data else Tensor.wrap(data, False).requires_grad_(self.requires_grad)
         dtype = number_dtype("to", target)
         if dtype == self.dtype:
             return self
         if dtype.kind != "f":
-            return Tensor._wrap(self.data.astype(dtype), False)
+            return Tensor.wrap(self.data.astype(dtype), False)
         return elementwise.cast(self, dtype)
 
     def detach(self) -> Tensor:
         """The same values, cut off from the graph."""
-        return Tensor._wrap(self.data, False)
+        return Tensor.wrap(self.data, False)
 
     # -- autograd --
     def backward(self, grad: Any = None, retain_graph: bool = False) -> None:
-        """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad.
-
-        `grad` is d(loss)/d(self): needed when self is not a scalar. The graph's saved arrays are
-        freed as it goes unless `retain_graph=True`.
-        """
+        """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad; `grad` is d(loss)/d(self),
+        needed when self is not a scalar. The graph's saved arrays are freed unless retain_graph=True."""
         if not self.requires_grad:
             raise RuntimeError(
                 "backward(): this tensor does not require grad: no input it was computed from has "
@@ -267,7 +266,7 @@ class Tensor:
                 )
             grad = backend.get_array_module(self.data).ones_like(self.data)
         else:
-            grad = _as_array(grad, self.dtype, self.device, "backward")
+            grad = as_array(grad, self.dtype, self.device, "backward")
             if grad.shape != self.shape:
                 raise ValueError(f"backward(): gradient of shape {grad.shape} for a tensor of shape {self.shape}")
         _run_backward(self, grad, retain_graph)
@@ -276,12 +275,8 @@ class Tensor:
         self.grad = None
 
     def register_hook(self, hook: Callable[[Tensor], Any]) -> None:
-        """Call `hook(grad)` when backward() reaches this tensor, with d(loss)/d(self) as a Tensor.
-
-        If the hook returns a tensor (or array) of the same shape, that replaces the gradient: a leaf
-        stores it in .grad, an intermediate result passes it on to what it was computed from. The
-        hook must not change `grad` in place. Hooks run in the order they were registered.
-        """
+        """Call hook(grad) with d(loss)/d(self) when backward() reaches this tensor, in the order registered;
+        a tensor (or array) of the same shape that it returns replaces the gradient. It must not change grad."""
         if not self.requires_grad:
             raise RuntimeError(f"register_hook: this tensor of shape {self.shape} does not require grad, "
                                "so backward() never reaches it")
@@ -290,10 +285,8 @@ class Tensor:
         edge._hooks = tuple(sorted((*edge._hooks, hook), key=lambda h: isinstance(h, _RetainGrad)))
 
     def retain_grad(self) -> None:
-        """Keep d(loss)/d(self) in `.grad` after backward(), also for an intermediate result.
-
-        Leaves keep theirs anyway. Like a leaf's, it accumulates over backward() calls.
-        """
+        """Keep d(loss)/d(self) in `.grad` after backward(), also for an intermediate result (leaves keep theirs
+        anyway); like a leaf's, it accumulates over backward() calls."""
         if not self.requires_grad:
             raise RuntimeError(f"retain_grad: this tensor of shape {self.shape} does not require grad")
         if self._ctx is not None and not any(isinstance(h, _RetainGrad) for h in self._ctx._hooks):
@@ -340,8 +333,8 @@ class Tensor:
     def where(self, condition, other) -> Tensor: return elementwise.where(condition, self, other)
     def clamp(self, min=None, max=None) -> Tensor: return elementwise.clamp(self, min, max)
     def clip(self, min=None, max=None) -> Tensor: return elementwise.clamp(self, min, max)
-    def masked_fill(self, mask, value) -> Tensor: return functional.masked_fill(self, mask, value)
-    def relu(self) -> Tensor: return functional.relu(self)
+    def masked_fill(self, mask, value) -> Tensor: return elementwise.masked_fill(self, mask, value)
+    def relu(self) -> Tensor: return activations.relu(self)
 
     # those with a dim pass their arguments on, so that each has one signature: the function's (see there)
     def sum(self, *args, **kwargs) -> Tensor: return reductions.sum(self, *args, **kwargs)
@@ -357,8 +350,8 @@ class Tensor:
     def cumsum(self, *args, **kwargs) -> Tensor: return reductions.cumsum(self, *args, **kwargs)
     def any(self, *args, **kwargs) -> Tensor: return reductions.any(self, *args, **kwargs)
     def all(self, *args, **kwargs) -> Tensor: return reductions.all(self, *args, **kwargs)
-    def softmax(self, *args, **kwargs) -> Tensor: return functional.softmax(self, *args, **kwargs)
-    def log_softmax(self, *args, **kwargs) -> Tensor: return functional.log_softmax(self, *args, **kwargs)
+    def softmax(self, *args, **kwargs) -> Tensor: return activations.softmax(self, *args, **kwargs)
+    def log_softmax(self, *args, **kwargs) -> Tensor: return activations.log_softmax(self, *args, **kwargs)
     def split(self, *args, **kwargs) -> tuple[Tensor, ...]: return shapes.split(self, *args, **kwargs)
     def chunk(self, *args, **kwargs) -> tuple[Tensor, ...]: return shapes.chunk(self, *args, **kwargs)
     def squeeze(self, *args, **kwargs) -> Tensor: return shapes.squeeze(self, *args, **kwargs)
@@ -390,10 +383,8 @@ class _RetainGrad:
 
 
 def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
-    """Reverse-mode sweep: each node's gradient is complete once every consumer has sent its part.
-
-    The sweep visits nodes (Functions) and leaves (Tensors), the two kinds of graph edge.
-    """
+    """Reverse-mode sweep over nodes (Functions) and leaves (Tensors), the two kinds of graph edge: each
+    one's gradient is complete once every consumer has sent its part."""
     start = root._ctx or root
     grads = {id(start): (grad, False)}  # id(edge) -> (gradient so far, do we own that array?)
     for node in reversed(_topological_order(start)):
@@ -423,7 +414,7 @@ def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
                     f"{type(node).__name__}.backward returned a gradient of shape {dx.shape} and dtype "
                     f"{dx.dtype} for an input of shape {parent.shape} and dtype {parent.dtype}"
                 )
-            fresh = dx is not dout and dx.base is None  # speed: ours to add into (see the Function docstring)
+            fresh = dx is not dout and dx.base is None  # speed: ours to add into (not dout, nor a view of it)
             if id(parent) not in grads:
                 grads[id(parent)] = (dx, fresh)
                 continue
@@ -439,7 +430,7 @@ def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
 def _run_hooks(edge: Function | Tensor, dout: Any) -> Any:
     """The gradient of the tensor `edge` stands for, after its hooks (each may return a replacement)."""
     for hook in edge._hooks:
-        result = hook(Tensor._wrap(dout, False))
+        result = hook(Tensor.wrap(dout, False))
         if result is not None:
             new = _array(result.data if isinstance(result, Tensor) else result)
             if (getattr(new, "shape", None), getattr(new, "dtype", None)) != (dout.shape, dout.dtype) \
@@ -453,7 +444,7 @@ def _run_hooks(edge: Function | Tensor, dout: Any) -> Any:
 
 def _input_grads(node: Function, dout: Any) -> tuple[Any, ...]:
     """node.backward(dout), checked: one gradient per input, in a tuple."""
-    dxs = node.backward(dout)
+    dxs = node.backward(dout) if _modes.hook is None else _modes.hook(node, "backward", lambda: node.backward(dout))
     name = type(node).__name__
     if not isinstance(dxs, (tuple, list)):
         raise TypeError(f"{name}.backward returned {type(dxs).__name__} instead of a tuple with one gradient "
@@ -464,10 +455,8 @@ def _input_grads(node: Function, dout: Any) -> tuple[Any, ...]:
 
 
 def _topological_order(start: Function | Tensor) -> list[Function | Tensor]:
-    """Nodes and leaves that need a gradient, each after everything it was computed from.
-
-    Depth-first with an explicit stack instead of recursion, so a graph of any depth works.
-    """
+    """Nodes and leaves that need a gradient, each after everything it was computed from: depth-first with
+    an explicit stack instead of recursion, so a graph of any depth works."""
     order: list[Function | Tensor] = []
     visited: set[int] = set()
     stack: list[tuple[Function | Tensor, bool]] = [(start, False)]
@@ -486,9 +475,45 @@ def _topological_order(start: Function | Tensor) -> list[Function | Tensor]:
                     "backward(): this graph was already used by a backward() call and its saved "
                     "arrays were freed; pass retain_graph=True to the first call to go through it twice"
                 )
-            stack.extend((p, False) for p in node.parents if p is not None and id(p) not in visited)
+            for p in node.parents:
+                if p is not None and id(p) not in visited:
+                    stack.append((p, False))
     return order
 
 
-# the op modules need Tensor and Function, defined above
-from minigrad import elementwise, functional, matmul, reductions, shapes  # noqa: E402
+# ---- operands of binary ops ----
+
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}  # bool < integer < float, as PyTorch promotes across kinds
+_KIND_DEFAULT = {"u": "int64", "i": "int64", "f": DEFAULT_FLOAT}  # for a number of a higher kind than its tensor
+
+
+def operands(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
+    """Both operands of a binary op as tensors of one dtype, promoted across kinds as PyTorch does: a number takes the
+    tensor's dtype (x * 0.5 stays float32) unless of a higher kind (int_tensor * 0.5 is float32); a tensor of a lower
+    kind takes the other's (x * mask). float32 with float64 is refused by Function.apply, not promoted."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        if _KIND_RANK[a.dtype.kind] < _KIND_RANK[b.dtype.kind]:
+            a = a.to(b.dtype)
+        elif _KIND_RANK[b.dtype.kind] < _KIND_RANK[a.dtype.kind]:
+            b = b.to(a.dtype)
+        return a, b
+    if isinstance(a, Tensor):
+        return _with_number(op, a, b)
+    if isinstance(b, Tensor):
+        b, a = _with_number(op, b, a)
+        return a, b
+    raise TypeError(f"{op}: expected a tensor operand, got {type(a).__name__} and {type(b).__name__}")
+
+
+def _with_number(op: str, x: Tensor, value: Any) -> tuple[Tensor, Tensor]:
+    """x and a Python or NumPy number as tensors of their common dtype; the number becomes one 0-d array."""
+    kind = number_kind(op, value)  # a bool, int or float, checked: asarray below cannot misread it
+    if _KIND_RANK[kind] > _KIND_RANK[x.dtype.kind]:
+        x = x.to(_KIND_DEFAULT[kind])
+    return x, Tensor.wrap(backend.get_array_module(x.data).asarray(value, dtype=x.dtype))
+
+
+# The Tensor <-> ops tie, the one import cycle of the engine: Tensor's operators and methods above call the
+# op modules' functions, and those modules build their Functions and results on Function and Tensor, defined
+# above. Each op module imports only this file and the modules below it, never another op module.
+from minigrad import activations, elementwise, matmul, reductions, shapes  # noqa: E402

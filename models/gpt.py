@@ -1,28 +1,150 @@
-"""GPT: token and position embeddings, a stack of decoder blocks, a final LayerNorm, and a language
-model head tied to the token embedding. Names follow nanoGPT's model.py where they can.
-
-forward(idx, targets) gives logits and the next-token loss; generate() samples with a key/value cache,
-and trace_attention() returns every layer's attention steps (both from DecoderModel, with the cache /
-trace protocol: models/decoder.py).
+"""GPT, as nanoGPT's model.py names its parts: token and position embeddings, a stack of decoder blocks (each
+attention and a feed-forward MLP, pre-LayerNorm, inside residual connections), a final LayerNorm and a head tied
+to the token embedding. DecoderModel holds what the LLaMA-style model (models/llama.py) shares: generate.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from minigrad import backend, nn
 from minigrad import functional as F
-from minigrad import nn
-from minigrad.tensor import Tensor
-from models.attention import KVCache
-from models.decoder import IGNORE_INDEX, DecoderBlock, DecoderConfig, DecoderModel
+from minigrad.arrays import as_array, stable_softmax
+from minigrad.tensor import Tensor, no_grad
+from models.attention import KVCache, MultiHeadSelfAttention
+
+IGNORE_INDEX = -1  # targets with this value are not scored (prompt tokens, padding)
+Trace = list[dict[str, Tensor]]  # one dict per layer: its attention's q, k, v, scores, weights, out
+
+
+@dataclass
+class DecoderConfig:
+    """The sizes of every decoder here; GPTConfig and LlamaConfig add their own fields."""
+
+    vocab_size: int = 64  # number of distinct tokens
+    block_size: int = 64  # longest sequence the model reads
+    n_layer: int = 2  # decoder blocks stacked
+    n_head: int = 4  # attention heads per block
+    n_embd: int = 64  # channels C (d_model); each head gets n_embd // n_head
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        name = type(self).__name__
+        for field in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name}: {field} must be a positive integer, got {value!r}")
+        if self.n_embd % self.n_head:
+            raise ValueError(f"{name}: n_embd={self.n_embd} is not divisible by n_head={self.n_head}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"{name}: dropout must be in [0, 1), got {self.dropout}")
 
 
 @dataclass
 class GPTConfig(DecoderConfig):  # vocab_size, block_size, n_layer, n_head, n_embd, dropout; and:
     bias: bool = True  # biases in Linear and LayerNorm layers
+
+
+class MLP(nn.Module):
+    """The feed-forward network applied to each position on its own: C -> 4C, GELU, 4C -> C."""
+
+    def __init__(self, d_model: int, dropout: float = 0.0, bias: bool = True) -> None:
+        super().__init__()
+        self.fc = nn.Linear(d_model, 4 * d_model, bias)
+        self.proj = nn.Linear(4 * d_model, d_model, bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dropout(self.proj(F.gelu(self.fc(x), approximate="tanh")))
+
+
+class DecoderBlock(nn.Module):
+    """(B, T, C) -> (B, T, C), the shape it was given, which is why blocks stack."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d_model, bias=bias)
+        self.attn = MultiHeadSelfAttention(d_model, n_heads, dropout, bias)
+        self.ln_2 = nn.LayerNorm(d_model, bias=bias)
+        self.mlp = MLP(d_model, dropout, bias)
+
+    def forward(self, x: Tensor, cache: KVCache | None = None, trace: Trace | None = None) -> Tensor:
+        x = x + self.attn(self.ln_1(x), cache, trace)  # tokens look at each other
+        x = x + self.mlp(self.ln_2(x))  # each token thinks on its own
+        return x
+
+
+class DecoderModel(nn.Module):
+    """A decoder-only language model: a subclass sets `config`, `wte` and `blocks`, and defines
+    forward(idx, targets=None, *, caches=None, start=0, trace=None), which starts with `token_ids`."""
+
+    def token_ids(self, idx: Any, caches: list[KVCache] | None, start: int) -> Any:
+        """idx as a (B, T) integer array, checked with the caches. It stays where it came from: the token
+        embedding range-checks NumPy ids on the host, then copies them to the device."""
+        name = type(self).__name__
+        idx = _token_array(idx, name)
+        T = idx.shape[1]
+        if start + T > self.config.block_size:
+            raise ValueError(f"{name}: sequence of length {start + T} is longer than "
+                             f"block_size={self.config.block_size}")
+        if caches is not None and (len(caches) != len(self.blocks) or any(len(c) != start for c in caches)):
+            raise ValueError(f"{name}: need one cache per block ({len(self.blocks)}), each holding the `start`={start} "
+                             f"positions before idx; got {len(caches)} holding {[len(c) for c in caches]}")
+        return idx
+
+    def scale_residual_projections(self, *suffixes: str) -> None:
+        """GPT-2's init: the projections that write into the residual stream (names ending in `suffixes`)
+        start smaller, std 0.02 / sqrt(2 n_layer), so the stream's variance does not grow with depth."""
+        for name, p in self.named_parameters():
+            if name.endswith(suffixes):
+                p.data = nn.normal(p.shape, 0.02 / math.sqrt(2 * self.config.n_layer), p.dtype, p.device).data
+
+    @no_grad()
+    def generate(self, idx: Any, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
+                 use_cache: bool = True) -> np.ndarray:
+        """Extend idx (B, T) by max_new_tokens sampled tokens; temperature 0 picks the likeliest (greedy). With the
+        cache each new token runs one position; past block_size tokens the window slides and every step recomputes."""
+        idx = backend.to_numpy(_token_array(idx, type(self).__name__))
+        if temperature < 0 or max_new_tokens < 0:
+            raise ValueError(f"generate: need temperature >= 0 and max_new_tokens >= 0, got {temperature}, "
+                             f"{max_new_tokens}")
+        caches = None
+        for _ in range(max_new_tokens):
+            if not use_cache or idx.shape[1] > self.config.block_size:
+                logits, _ = self(idx[:, -self.config.block_size:])
+            elif caches is None:  # the prompt, once, filling the caches
+                caches = [KVCache() for _ in self.blocks]
+                logits, _ = self(idx, caches=caches)
+            else:  # only the newest token; earlier keys and values come from the caches
+                logits, _ = self(idx[:, -1:], caches=caches, start=idx.shape[1] - 1)
+            idx = np.concatenate([idx, _sample(logits[:, -1, :].numpy(), temperature, top_k)], axis=1)
+        return idx
+
+
+def _token_array(idx: Any, name: str) -> Any:
+    """idx as a 2-D integer array, on the device it came from (NumPy for a list), or a clear error."""
+    data = as_array(idx, None, None, name)
+    if data.ndim != 2 or data.dtype.kind not in "iu" or data.shape[1] == 0:
+        raise ValueError(f"{name}: expected token ids of shape (B, T) with T >= 1 and an integer dtype, "
+                         f"got shape {data.shape} and dtype {data.dtype}")
+    return data
+
+
+def _sample(logits: np.ndarray, temperature: float, top_k: int | None) -> np.ndarray:
+    """One token per row of logits (B, vocab), as a (B, 1) array."""
+    if temperature == 0:
+        return logits.argmax(axis=-1, keepdims=True)
+    logits = logits.astype(np.float64) / temperature
+    if top_k is not None:
+        kth = np.sort(logits, axis=-1)[:, -min(top_k, logits.shape[-1]), None]
+        logits = np.where(logits < kth, -np.inf, logits)
+    probs = stable_softmax(logits, axis=-1)
+    rng = backend.generator("cpu")
+    return np.array([[rng.choice(len(p), p=p)] for p in probs])
 
 
 class GPT(DecoderModel):
@@ -36,23 +158,20 @@ class GPT(DecoderModel):
             [DecoderBlock(config.n_embd, config.n_head, config.dropout, config.bias) for _ in range(config.n_layer)]
         )
         self.ln_f = nn.LayerNorm(config.n_embd, bias=config.bias)
-        self.scale_residual_projections("proj.weight")  # attention's and the MLP's output projections
+        self.scale_residual_projections(".proj.weight")  # attention's and the MLP's output projections
 
-    def forward(self, idx: Any, targets: Any = None, *, caches: list[KVCache] | None = None,
-                start: int = 0) -> tuple[Tensor, Tensor | None]:
-        """idx (B, T) token ids -> logits (B, T, vocab), and given targets (B, T) the mean cross-entropy
-        over the targets that are not IGNORE_INDEX (else None).
-
-        caches: one KVCache per block; the tokens of idx then sit at positions start, ..., start + T - 1
-        (the protocol, for generate and trace_attention, is in models/decoder.py).
-        """
+    def forward(self, idx: Any, targets: Any = None, *, caches: list[KVCache] | None = None, start: int = 0,
+                trace: Trace | None = None) -> tuple[Tensor, Tensor | None]:
+        """idx (B, T) token ids -> logits (B, T, vocab), and given targets (B, T) the mean cross-entropy over the
+        targets that are not IGNORE_INDEX (else None). caches: one KVCache per block, the tokens of idx then at
+        positions start, ..., start + T - 1. trace: a list that gets every layer's attention steps, in grad mode too."""
         idx = self.token_ids(idx, caches, start)
         T = idx.shape[1]
         # ids and positions from the host are range-checked there by F.embedding, then copied to the device
         x = self.wte(idx) + self.wpe(np.arange(start, start + T))  # (B, T, C)
         x = self.drop(x)
         for i, block in enumerate(self.blocks):
-            x = block(x, None if caches is None else caches[i])  # (B, T, C)
+            x = block(x, None if caches is None else caches[i], trace)  # (B, T, C)
         x = self.ln_f(x)
         logits = F.linear(x, self.wte.weight)  # (B, T, vocab): the head shares the token embedding
         loss = None if targets is None else F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX)

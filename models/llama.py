@@ -1,15 +1,6 @@
-"""A LLaMA-style decoder: the GPT of models/gpt.py with LLaMA's three changes, and no biases.
-
-- RMSNorm for LayerNorm (pre-norm as before): divide by the root mean square of the channels and
-  scale; no mean subtracted, no bias.
-- Rotary position embeddings (RoPE) for the position table: nothing is added to the input. Instead,
-  attention turns each head's q and k by angles proportional to their position (RotaryEmbedding, the
-  `rotary` step of models/attention.py), so that a score q_m . k_n depends on the tokens and on m - n.
-- SwiGLU for the GELU MLP: (silu(x W1) * (x W3)) W2, a gated feed-forward with about the GPT's parameters.
-
-The head is untied, as in LLaMA: a Linear of its own (lm_head), not the token embedding. Attention,
-the decoder block's residual layout, the cache / trace protocol, trace_attention and generate are the
-GPT's own (models/attention.py, models/decoder.py). Names follow the GPT's where the part is the same.
+"""A LLaMA-style decoder: the GPT of models/gpt.py with LLaMA's changes and no biases: RMSNorm for LayerNorm,
+rotary position embeddings (RoPE) for the position table, a SwiGLU feed-forward, optionally grouped-query
+attention, and an untied head. Attention, the residual layout and generate are the GPT's own.
 """
 
 from __future__ import annotations
@@ -23,7 +14,7 @@ from minigrad import backend, nn
 from minigrad import functional as F
 from minigrad.tensor import Tensor
 from models.attention import KVCache, MultiHeadSelfAttention
-from models.decoder import IGNORE_INDEX, DecoderConfig, DecoderModel
+from models.gpt import IGNORE_INDEX, DecoderConfig, DecoderModel, Trace
 
 
 @dataclass
@@ -31,12 +22,17 @@ class LlamaConfig(DecoderConfig):  # vocab_size, block_size, n_layer, n_head, n_
     norm_eps: float = 1e-5  # added to the mean square in RMSNorm
     rope_base: float = 10000.0  # RoPE's angles: position * rope_base ** (-2i / head size), i = 0 .. hs/2 - 1
     multiple_of: int = 16  # the SwiGLU hidden width, 2/3 of 4C, is rounded up to a multiple of this
+    n_kv_head: int | None = None  # key/value heads (grouped-query attention); None: one per query head
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if (self.n_embd // self.n_head) % 2:
             raise ValueError(f"LlamaConfig: rotary embeddings turn channel pairs, so the head size "
                              f"n_embd // n_head = {self.n_embd // self.n_head} must be even")
+        if self.n_kv_head is not None and not (isinstance(self.n_kv_head, int) and self.n_kv_head > 0
+                                               and self.n_head % self.n_kv_head == 0):
+            raise ValueError(f"LlamaConfig: n_kv_head must be a positive integer that divides n_head={self.n_head}, "
+                             f"got {self.n_kv_head!r}")
         if not isinstance(self.multiple_of, int) or self.multiple_of <= 0:
             raise ValueError(f"LlamaConfig: multiple_of must be a positive integer, got {self.multiple_of!r}")
         for field in ("norm_eps", "rope_base"):
@@ -90,19 +86,19 @@ class SwiGLU(nn.Module):
 
 
 class LlamaBlock(nn.Module):
-    """models/decoder.py's DecoderBlock with RMSNorm, rotary attention without biases, and SwiGLU."""
+    """models/gpt.py's DecoderBlock with RMSNorm, rotary attention without biases, and SwiGLU."""
 
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__()
         C, nh = config.n_embd, config.n_head
         self.norm_1 = nn.RMSNorm(C, eps=config.norm_eps)
-        self.attn = MultiHeadSelfAttention(C, nh, config.dropout, bias=False,
+        self.attn = MultiHeadSelfAttention(C, nh, config.dropout, bias=False, n_kv_heads=config.n_kv_head,
                                            rotary=RotaryEmbedding(C // nh, config.rope_base))
         self.norm_2 = nn.RMSNorm(C, eps=config.norm_eps)
         self.mlp = SwiGLU(C, config.multiple_of, config.dropout)
 
-    def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
-        x = x + self.attn(self.norm_1(x), cache)  # tokens look at each other
+    def forward(self, x: Tensor, cache: KVCache | None = None, trace: Trace | None = None) -> Tensor:
+        x = x + self.attn(self.norm_1(x), cache, trace)  # tokens look at each other
         x = x + self.mlp(self.norm_2(x))  # each token thinks on its own
         return x
 
@@ -118,19 +114,14 @@ class Llama(DecoderModel):
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)  # untied, as in LLaMA
         self.scale_residual_projections("attn.proj.weight", "mlp.w2.weight")
 
-    def forward(self, idx: Any, targets: Any = None, *, caches: list[KVCache] | None = None,
-                start: int = 0) -> tuple[Tensor, Tensor | None]:
-        """idx (B, T) token ids -> logits (B, T, vocab), and given targets (B, T) the mean cross-entropy
-        over the targets that are not IGNORE_INDEX (else None).
-
-        caches and start as GPT.forward's: the rotary step reads the position of idx's first token from
-        the caches, whose length is start. Without caches start changes nothing: turning every q and k by
-        the same extra angle leaves the scores, which see relative positions only, as they were.
-        """
+    def forward(self, idx: Any, targets: Any = None, *, caches: list[KVCache] | None = None, start: int = 0,
+                trace: Trace | None = None) -> tuple[Tensor, Tensor | None]:
+        """As GPT.forward. The rotary step reads the position of idx's first token from the caches (start); without
+        caches start changes nothing, as scores see relative positions only."""
         idx = self.token_ids(idx, caches, start)
         x = self.drop(self.wte(idx))  # (B, T, C): positions enter in attention, as rotations of q and k
         for i, block in enumerate(self.blocks):
-            x = block(x, None if caches is None else caches[i])  # (B, T, C)
+            x = block(x, None if caches is None else caches[i], trace)  # (B, T, C)
         logits = self.lm_head(self.norm_f(x))  # (B, T, vocab)
         loss = None if targets is None else F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX)
         return logits, loss

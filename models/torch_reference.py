@@ -1,11 +1,6 @@
-"""The same GPT and LLaMA-style model written in PyTorch: the oracles that tests compare minigrad with,
-and the GPT that the benchmark times in PyTorch eager. Needs torch; models/__init__.py does not import it.
-
-`from_minigrad(model)` builds the one for a minigrad GPT or Llama from its config and copies the weights
-in. Parameter names match minigrad's (`blocks.0.attn.qkv.weight`, ...), so gradients compare name by
-name. TorchLlama is written with PyTorch's own pieces (nn.RMSNorm, complex-number rotations,
-F.scaled_dot_product_attention), not by copying models/llama.py's steps. Shapes: B batch, T time,
-C channels, nh heads, hs head size, V vocabulary.
+"""The GPT and LLaMA-style model in PyTorch: the oracles the tests compare with and the GPT the benchmark times.
+from_minigrad(model) copies a minigrad model's weights in, under the same names; TorchLlama is written with PyTorch's
+own pieces (nn.RMSNorm, complex rotations, SDPA with enable_gqa). Needs torch; models/__init__.py does not import it.
 """
 
 from __future__ import annotations
@@ -24,7 +19,9 @@ class MultiHeadSelfAttention(nn.Module):
     def __init__(self, C: int, nh: int, dropout: float, bias: bool) -> None:
         super().__init__()
         self.n_heads = nh
-        self.qkv = nn.Linear(C, 3 * C, bias)  # weight (3C, C), laid out (out, in) as minigrad's Linear
+        self.q_proj = nn.Linear(C, C, bias)  # weight (C, C), laid out (out, in) as minigrad's Linear
+        self.k_proj = nn.Linear(C, C, bias)
+        self.v_proj = nn.Linear(C, C, bias)
         self.proj = nn.Linear(C, C, bias)
         self.attn_dropout = nn.Dropout(dropout)
         self.resid_dropout = nn.Dropout(dropout)
@@ -33,7 +30,7 @@ class MultiHeadSelfAttention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
         nh, hs = self.n_heads, C // self.n_heads
-        q, k, v = self.qkv(x).split(C, dim=2)  # each (B, T, C)
+        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # each (B, T, C)
         q = q.view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
         k = k.view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
         v = v.view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
@@ -110,10 +107,12 @@ class LlamaAttention(nn.Module):
     """Causal self-attention with rotary position embeddings: channel pair (i, i + hs/2) of each head,
     read as the complex number x_i + 1j x_{i+hs/2}, is multiplied by exp(1j * position * theta_i)."""
 
-    def __init__(self, C: int, nh: int, rope_base: float) -> None:
+    def __init__(self, C: int, nh: int, rope_base: float, n_kv: int) -> None:
         super().__init__()
-        self.n_heads, self.rope_base = nh, rope_base
-        self.qkv = nn.Linear(C, 3 * C, bias=False)
+        self.n_heads, self.n_kv, self.rope_base = nh, n_kv, rope_base
+        self.q_proj = nn.Linear(C, C, bias=False)
+        self.k_proj = nn.Linear(C, C // nh * n_kv, bias=False)
+        self.v_proj = nn.Linear(C, C // nh * n_kv, bias=False)
         self.proj = nn.Linear(C, C, bias=False)
 
     def rotate(self, x: torch.Tensor) -> torch.Tensor:
@@ -126,8 +125,10 @@ class LlamaAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
-        q, k, v = (t.view(B, T, self.n_heads, -1).transpose(1, 2) for t in self.qkv(x).split(C, dim=2))
-        out = F.scaled_dot_product_attention(self.rotate(q), self.rotate(k), v, is_causal=True)  # (B, nh, T, hs)
+        q = self.q_proj(x).view(B, T, self.n_heads, -1).transpose(1, 2)  # (B, nh, T, hs)
+        k, v = (p(x).view(B, T, self.n_kv, -1).transpose(1, 2) for p in (self.k_proj, self.v_proj))  # (B, n_kv, T, hs)
+        out = F.scaled_dot_product_attention(self.rotate(q), self.rotate(k), v, is_causal=True,
+                                             enable_gqa=self.n_kv != self.n_heads)  # (B, nh, T, hs)
         return self.proj(out.transpose(1, 2).reshape(B, T, C))
 
 
@@ -137,7 +138,7 @@ class LlamaBlock(nn.Module):
         C, m = config.n_embd, config.multiple_of
         hidden = m * -(-int(8 * C / 3) // m)  # 2/3 of 4C, rounded up to a multiple of m
         self.norm_1 = nn.RMSNorm(C, eps=config.norm_eps)
-        self.attn = LlamaAttention(C, config.n_head, config.rope_base)
+        self.attn = LlamaAttention(C, config.n_head, config.rope_base, config.n_kv_head or config.n_head)
         self.norm_2 = nn.RMSNorm(C, eps=config.norm_eps)
         self.mlp = nn.ModuleDict({"w1": nn.Linear(C, hidden, bias=False), "w2": nn.Linear(hidden, C, bias=False),
                                   "w3": nn.Linear(C, hidden, bias=False)})
@@ -173,12 +174,8 @@ class TorchLlama(nn.Module):
 
 def from_minigrad(model: Any, dtype: torch.dtype = torch.float64, device: str = "cpu", sdpa: bool = False
                   ) -> nn.Module:
-    """A TorchGPT or TorchLlama with `model`'s config and a copy of its weights, in `dtype` on `device`; with
-    `sdpa`, the GPT's attention runs F.scaled_dot_product_attention instead of the written-out steps
-    (TorchLlama always does).
-
-    Its training mode follows `model`'s (dropout active in train mode; the masks differ from minigrad's).
-    """
+    """A TorchGPT or TorchLlama with `model`'s config, weights and training mode, in `dtype` on `device`; with
+    `sdpa` the GPT's attention runs F.scaled_dot_product_attention, not the written-out steps (TorchLlama always)."""
     reference = TorchLlama if type(model).__name__ == "Llama" else TorchGPT
     ref = reference(model.config).to(dtype=dtype, device=device)  # convert first: loading copies into this dtype
     state = {name: torch.from_numpy(p.numpy()) for name, p in model.named_parameters()}

@@ -1,16 +1,6 @@
-"""Train the same run on two devices and check that the curves agree (a step of scripts/gpu_check.sh).
-
-    python scripts/compare_curves.py                      # cpu against cuda: 50 steps of the default task
-    python scripts/compare_curves.py --devices cpu cpu    # the self-test, on any machine: equal curves
-
-Both runs are train.py's own, with the same flags and seed, so they start from the same weights (the
-model is built on the CPU, then moved) and see the same batches. Dropout stays off: the CPU and the
-GPU draw different masks from the same seed. Two curves are read at full precision from each run:
-the held-out loss at every --eval-interval steps and at the end (what train.evaluate returns), and the
-gradient norm of every step (what train.clip_grad_norm_ returns). The check passes when both runs
-finish, every point of both curves is there and finite, and each pair of points agrees to --rtol.
-
-Exit status: 0 the curves agree, 1 they differ or are incomplete, 2 a device cannot be used.
+"""Train the same run (train.py's, same flags and seed, no dropout) on two devices and check that the held-out loss
+and gradient-norm curves agree to --rtol at every point (a step of scripts/gpu_check.sh; `--devices cpu cpu` is
+the self-test): `python -m scripts.compare_curves`. Exit 0 they agree, 1 they differ or are incomplete, 2 no device.
 """
 
 from __future__ import annotations
@@ -23,11 +13,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import train  # noqa: E402
-from checkpoint import DTYPES  # noqa: E402
-from minigrad import backend  # noqa: E402
+import train
+from minigrad import backend
+from settings import DTYPES
 
 
 def record_run(device: str, flags: list[str], out: str) -> tuple[int, dict[str, list[float]]]:

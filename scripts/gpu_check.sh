@@ -84,8 +84,8 @@ check_gradcheck() {
 
 check_curves() {
     local status=0
-    "$PYTHON" scripts/compare_curves.py --dtype float32 --out "$work/curves-float32" || status=1
-    "$PYTHON" scripts/compare_curves.py --dtype float64 --out "$work/curves-float64" || status=1
+    "$PYTHON" -m scripts.compare_curves --dtype float32 --out "$work/curves-float32" || status=1
+    "$PYTHON" -m scripts.compare_curves --dtype float64 --out "$work/curves-float64" || status=1
     return "$status"
 }
 

@@ -2,24 +2,21 @@
 minigrad.distributed and writes what it got to OUT/rank<r>.json, which the test compares (a file per
 rank, since the ranks' printed lines can interleave).
 
-    mpiexec -n 2 python tests/distributed_worker.py all_reduce --device cpu --out /tmp/check
+    mpiexec -n 2 python -m tests.distributed_worker all_reduce --device cpu --out /tmp/check
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import minigrad as mg  # noqa: E402
-import train  # noqa: E402
-from minigrad import backend, distributed  # noqa: E402
-from models import GPT, IGNORE_INDEX, GPTConfig  # noqa: E402
+import minigrad as mg
+import run
+from minigrad import backend, distributed
+from models import GPT, IGNORE_INDEX, GPTConfig
 
 
 def inputs(rank: int) -> list[np.ndarray]:
@@ -61,7 +58,7 @@ def weighted_gradients(world: distributed.World, device: str, args: argparse.Nam
     model, x, y = uneven_batch()
     rows = slice(2 * world.rank, 2 * world.rank + 2)
     model(x[rows], y[rows])[1].backward()
-    train.sum_shares(world, train.scored_share(y, rows), model.parameters())
+    run.sum_shares(world, run.scored_share(y, rows), model.parameters())
     return [p.grad.tolist() for p in model.parameters()]
 
 
@@ -69,7 +66,7 @@ def cores(world: distributed.World, device: str, args: argparse.Namespace) -> li
     """How many ranks train.py's world counts on this machine, and the BLAS threads each then keeps."""
     from threadpoolctl import threadpool_info
 
-    world = train.join_world(argparse.Namespace(dist="mpi", device="cpu"))
+    world = run.join_world(argparse.Namespace(dist="mpi", device="cpu"))
     blas = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
     return [world.ranks_on_node, sorted(blas)]
 

@@ -143,8 +143,8 @@ def test_every_exception_is_still_needed() -> None:
     assert set(EXCEPTIONS) - used == set(), "remove the EXCEPTIONS that no engine file needs any more"
 
 
-PRIMITIVE_FILES = ("elementwise.py", "reductions.py", "shapes.py", "matmul.py", "functional.py", "normalization.py",
-                   "losses.py", "attention.py")
+PRIMITIVE_FILES = ("elementwise.py", "reductions.py", "shapes.py", "matmul.py", "activations.py", "normalization.py",
+                   "losses.py", "sdpa.py")
 
 
 def test_primitives_do_not_import_numpy() -> None:

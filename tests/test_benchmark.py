@@ -4,44 +4,39 @@ the per-primitive profile adds up, and a float32 training step never makes a flo
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import bench  # noqa: E402
+import minigrad as mg
+from benchmarks import bench
+from minigrad.tensor import intercept
 
 TINY = ["--configs", "tiny", "--pairs", "1", "--steps", "2", "--warmup", "1"]
 NO_TORCH = "PyTorch is not installed: pip install 'minigrad[torch]' to run the benchmark against it"
 
 
-@pytest.mark.parametrize("fused", [False, True], ids=["plain passes", "fast.enable"])
+@pytest.mark.parametrize("fused", [False, True], ids=["plain Functions", "fused kernels"])
 @pytest.mark.parametrize("config", ["tiny", "small"])
 def test_float32_training_step_makes_no_float64_array(config, fused):
     model, _, x, y = bench.minigrad_setup(bench.CONFIGS[config])
-    if fused:
-        bench.fast.enable()
-    try:
+    with mg.fused(fused):
         assert bench.float64_free(model, x, y)
-    finally:
-        bench.fast.disable()
 
 
 def test_the_float64_detector_can_fail(monkeypatch):
     """A primitive that keeps a float64 array must be caught, even one its backward never uses (the
     engine itself already refuses a float64 gradient for a float32 input)."""
-    from minigrad import functional as F
+    from minigrad.activations import GeluFunction
 
-    forward = F.GeluFunction.forward
+    forward = GeluFunction.forward
 
     def upcasting(self, x):
         y = forward(self, x)
         self.spare = x.astype("float64")
         return y
 
-    monkeypatch.setattr(F.GeluFunction, "forward", upcasting)
+    monkeypatch.setattr(GeluFunction, "forward", upcasting)  # the test's own fault, planted
     model, _, x, y = bench.minigrad_setup(bench.CONFIGS["tiny"])
     assert not bench.float64_free(model, x, y)
 
@@ -75,35 +70,46 @@ def test_benchmark_against_torch_in_separate_processes_with_the_same_threads(tmp
     out = tmp_path / "bench.json"
     bench.main([*TINY, "--threads", "1", "--json", str(out)])
     (r,) = json.loads(out.read_text())["results"]
-    assert list(r["frameworks"]) == ["minigrad", "torch", "torch-sdpa"]
+    assert list(r["frameworks"]) == ["minigrad", "minigrad-fused", "torch", "torch-sdpa"]
     _check_minigrad_result(r, steps=2, pairs=1)
-    mine = r["frameworks"]["minigrad"]
-    assert "1 threads" in mine["threads"]  # OPENBLAS_NUM_THREADS reached minigrad's worker
+    assert "1 threads" in r["frameworks"]["minigrad"]["threads"]  # OPENBLAS_NUM_THREADS reached minigrad's worker
+    assert set(r["ratios"]) == {f"{m} / {t}" for m in ("minigrad", "minigrad-fused") for t in ("torch", "torch-sdpa")} \
+        | {"minigrad / minigrad-fused"}
     for fw in ("torch", "torch-sdpa"):
         theirs = r["frameworks"][fw]
         assert theirs["threads"] == 1 and theirs["peak_mib"] > 0 and len(theirs["processes"]) == 1
-        ratio = r["ratios"][fw]
-        pairs = zip(mine["processes"], theirs["processes"], strict=True)
-        expected = [m["ms"]["step"] / t["ms"]["step"] for m, t in pairs]
+    for label, ratio in r["ratios"].items():
+        mine, theirs = (r["frameworks"][fw]["processes"] for fw in label.split(" / "))
+        expected = [m["ms"]["step"] / t["ms"]["step"] for m, t in zip(mine, theirs, strict=True)]
         assert ratio["pairs"] == pytest.approx(expected)
         assert ratio["min"] <= ratio["median"] <= ratio["max"]
     printed = capsys.readouterr().out
     assert "PyTorch SDPA" in printed and "pairs: 1" in printed and "torch.set_num_threads(1)" in printed
+    assert "minigrad / minigrad fused:" in printed
 
 
-def test_heap_setting_and_fused_passes_are_turned_on_in_minigrad_workers_only(monkeypatch):
+def test_the_heap_setting_is_made_in_minigrad_workers_only_and_fused_kernels_run_in_fused_ones(monkeypatch):
     torch = pytest.importorskip("torch", reason=NO_TORCH)
     calls = []
-    monkeypatch.setattr(bench.fast, "keep_large_blocks_in_heap", lambda: calls.append("heap"))
-    monkeypatch.setattr(bench.fast, "enable", lambda: calls.append("fused"))  # not in this test process
+    monkeypatch.setattr(bench.runtime, "keep_large_blocks_in_heap", lambda: calls.append("heap"))  # not here
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # leave this test process's threads alone
+
+    def record(node, method, run):
+        calls.append(type(node).__name__)
+        return run()
+
     made = {}
-    for kind in ("minigrad", "profile", "torch", "torch-sdpa", "float64"):
+    for kind in ("minigrad", "minigrad-fused", "torch", "torch-sdpa"):
         calls.clear()
-        bench.worker(kind, "tiny", steps=1, warmup=0, device="cpu", threads=1)
-        made[kind] = sorted(calls)
-    both, neither = ["fused", "heap"], []
-    assert made == {"minigrad": both, "profile": both, "torch": neither, "torch-sdpa": neither, "float64": ["fused"]}
+        with intercept(record):
+            bench.worker(kind, "tiny", steps=1, warmup=0, device="cpu", threads=1)
+        made[kind] = ("heap" in calls, "FusedLayerNormFunction" in calls, "LayerNormFunction" in calls)
+    assert made == {"minigrad": (True, False, True), "minigrad-fused": (True, True, False),
+                    "torch": (False, False, False), "torch-sdpa": (False, False, False)}
+    for kind, fused in (("minigrad-profile", False), ("minigrad-fused-profile", True)):
+        calls.clear()
+        profile = bench.worker(kind, "tiny", steps=1, warmup=0, device="cpu", threads=1)
+        assert calls == ["heap"] and ("FusedLayerNormFunction" in {r["name"] for r in profile["primitives"]}) == fused
 
 
 def test_a_failing_worker_says_which_and_why():
@@ -112,29 +118,22 @@ def test_a_failing_worker_says_which_and_why():
         bench.spawn("nonsense", args)
 
 
-def test_profile_covers_every_primitive_of_a_step_and_adds_up():
-    from minigrad.tensor import Function
-
+@pytest.mark.parametrize("fused", [False, True], ids=["plain Functions", "fused kernels"])
+def test_profile_covers_every_primitive_of_a_step_and_adds_up(fused):
     model, _, x, y = bench.minigrad_setup(bench.CONFIGS["tiny"])
     used = set()
-    original = Function.apply.__func__
 
-    def recording(cls, *inputs, **options):
-        used.add(cls.__name__)
-        return original(cls, *inputs, **options)
+    def recording(node, method, run):
+        used.add(type(node).__name__)
+        return run()
 
-    Function.apply = classmethod(recording)
-    try:
+    with mg.fused(fused), intercept(recording):
         model(x, y)
-    finally:
-        Function.apply = classmethod(original)
-    methods = {(cls, m): vars(cls)[m] for cls in bench._function_classes() for m in ("forward", "backward")
-               if m in vars(cls)}
 
-    profile = bench.profile_primitives("tiny", steps=2, warmup=1)
+    profile = bench.profile_primitives("tiny", steps=2, warmup=1, fused=fused)
 
     assert {r["name"] for r in profile["primitives"]} == used
-    assert all(vars(cls)[m] is fn for (cls, m), fn in methods.items())  # the wrappers are gone again
+    assert ("FusedSoftmaxFunction" in used) == fused
     rows = bench.profile_rows(profile)
     assert all(t >= 0 for _, fwd, bwd, total in rows for t in (fwd or 0, bwd or 0, total))  # [engine] too
     assert [label for label, *_ in rows[-2:]] == ["[engine]", "[optimizer]"]
@@ -154,8 +153,9 @@ def test_profile_counts_a_primitive_inside_another_once():
         def forward(self, a):
             return Inner().forward(a) + 1
 
-    with bench.PrimitiveTimer() as timer:
-        Outer().forward(np.ones(3))
+    timer = bench.PrimitiveTimer()
+    with intercept(timer):
+        Outer.apply(mg.tensor(np.ones(3)))
     assert set(timer.seconds) == {("Outer", "forward")}
 
 
@@ -163,8 +163,10 @@ def test_profile_command_prints_both_breakdowns(tmp_path, capsys):
     pytest.importorskip("torch", reason=NO_TORCH)
     out = tmp_path / "profile.json"
     bench.main(["--profile", "--configs", "tiny", "--steps", "1", "--warmup", "0", "--json", str(out)])
-    mine, theirs, sdpa = json.loads(out.read_text())["profiles"]
-    assert mine["phases_ms"]["step"] > 0 and mine["primitives"]
+    mine, fused, theirs, sdpa = json.loads(out.read_text())["profiles"]
+    for p in (mine, fused):
+        assert p["phases_ms"]["step"] > 0 and p["primitives"]
+    assert any(r["name"].startswith("Fused") for r in fused["primitives"])
     for p in (theirs, sdpa):
         assert p["clock"] == "CPU" and p["ops"] and p["total_self_ms"] >= sum(op["self_ms"] for op in p["ops"])
     assert any("scaled_dot_product" in op["name"] for op in sdpa["ops"])

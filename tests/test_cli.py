@@ -18,8 +18,10 @@ import pytest
 
 import checkpoint
 import minigrad as mg
+import run
 import train
-from checkpoint import CHECKPOINT, load_checkpoint
+from checkpoint import load_checkpoint
+from settings import CHECKPOINT
 from tasks import make_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,7 +111,7 @@ def test_resume_of_a_checkpoint_with_settings_that_cannot_work(tmp_path, capsys)
 
 
 def test_help_names_the_data_flag():
-    text = train.build_parser().format_help()
+    text = run.build_parser().format_help()
     assert "(--data FILE)" in text and "data=path" not in text
 
 

@@ -19,7 +19,6 @@ from minigrad import distributed
 from tests.distributed_worker import inputs
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKER = ROOT / "tests" / "distributed_worker.py"
 # mpiexec next to this Python first: `pip install mpich` puts it in the virtual environment's bin/
 MPIEXEC = shutil.which("mpiexec", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
 HAS_MPI4PY = importlib.util.find_spec("mpi4py") is not None
@@ -32,8 +31,9 @@ needs_mpi = pytest.mark.skipif(
 def run_worker(out: Path, *args: str, ranks: int | None = 2) -> list[dict]:
     """Run the worker on `ranks` processes under mpiexec (None: one plain process); each rank's report."""
     launcher = [] if ranks is None else [MPIEXEC, "-n", str(ranks)]
-    result = subprocess.run([*launcher, sys.executable, str(WORKER), *args, "--out", str(out)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+    worker = [sys.executable, "-m", "tests.distributed_worker"]
+    result = subprocess.run([*launcher, *worker, *args, "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)
     assert result.returncode == 0, result.stderr
     reports = [json.loads(f.read_text()) for f in sorted(out.glob("rank*.json"))]
     assert [(r["rank"], r["size"]) for r in reports] == [(i, ranks or 1) for i in range(ranks or 1)]

@@ -1,5 +1,5 @@
 """The mistakes the engine must refuse, each with an exception raised in the op where it is made and a
-message that names the shapes or values at fault (the "Errors" section of the engine's issue).
+message that names the shapes or values at fault.
 """
 
 from __future__ import annotations

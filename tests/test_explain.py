@@ -16,9 +16,17 @@ import pytest
 import explain
 import minigrad as mg
 import train
-from checkpoint import HELDOUT_SEED
-from explain import attention_figure, choose_head, choose_query, default_ids, explain_example, shares
+from explain import (
+    attention_figure,
+    choose_head,
+    choose_query,
+    default_ids,
+    explain_example,
+    shares,
+    trace_attention,
+)
 from models import GPT, GPTConfig
+from settings import HELDOUT_SEED
 from tasks import make_task, split
 
 SMALL = ["--n-embd", "16", "--n-head", "2", "--n-layer", "2", "--batch-size", "16", "--samples", "0",
@@ -107,7 +115,7 @@ def test_the_printed_head_is_the_one_that_reaches_furthest_back(capsys):
     out = capsys.readouterr().out
     layer, head = map(int, re.search(r"Attention in layer (\d+), head (\d+)", out).groups())
     reach = np.array([[float(t["weights"].numpy()[0, h, 5, :6] @ np.arange(5, -1, -1)) for h in range(2)]
-                      for t in model.trace_attention(np.array([ids]))])  # (layer, head)
+                      for t in trace_attention(model, ids)])  # (layer, head)
     assert reach[layer, head] == reach.max()
     assert f"why head {head} of layer {layer}: of all 4 heads, the one that reaches furthest back from position 5: " \
            f"sum_j weight_j (5 - j) = {reach.max():.2f}" in out
@@ -187,7 +195,7 @@ def test_heatmap_has_token_labels_colour_bar_and_title():
         assert bottom_left.get_xlabel().startswith("key") and bottom_left.get_ylabel().startswith("query")
         assert "Attention weights of every head for '3 1 4 1 5 9 = 1 1 3 4'" in fig.get_suptitle()
         drawn = bottom_left.get_images()[0].get_array()
-        np.testing.assert_array_equal(drawn, model.trace_attention(np.array([ids]))[1]["weights"].numpy()[0, 0])
+        np.testing.assert_array_equal(drawn, trace_attention(model, ids)[1]["weights"].numpy()[0, 0])
     finally:
         plt.close(fig)
 

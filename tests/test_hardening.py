@@ -1,4 +1,4 @@
-"""The hardening issue's defects, each with a test that failed before its fix, and their relatives:
+"""Edge cases each pinned by a test that failed before its fix, and their relatives:
 0-d tensors (gradient accumulation, NumPy scalars), zero bases in pow, 1-D and zero-sized matmul, empty
 reductions, re-entrant and per-thread grad mode, None and strings as operands, dtype promotion, the
 differentiable .to(dtype), softmax of a 0-d tensor, and mg.save / mg.load / load_state_dict on bad

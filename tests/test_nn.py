@@ -14,7 +14,8 @@ from minigrad import nn
 from models import GPT, GPTConfig
 
 SMALL = dict(vocab_size=11, block_size=5, n_layer=2, n_head=2, n_embd=8)
-BLOCK = ["ln_1.weight", "ln_1.bias", "attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias",
+BLOCK = ["ln_1.weight", "ln_1.bias", "attn.q_proj.weight", "attn.q_proj.bias", "attn.k_proj.weight", "attn.k_proj.bias",
+         "attn.v_proj.weight", "attn.v_proj.bias", "attn.proj.weight", "attn.proj.bias",
          "ln_2.weight", "ln_2.bias", "mlp.fc.weight", "mlp.fc.bias", "mlp.proj.weight", "mlp.proj.bias"]
 
 
@@ -56,7 +57,7 @@ def test_parameters_and_num_parameters():
 def test_without_bias_no_bias_parameters_are_registered():
     model = small_gpt(bias=False)
     assert not [name for name, _ in model.named_parameters() if name.endswith("bias")]
-    assert model.blocks[0].attn.qkv.bias is None
+    assert model.blocks[0].attn.q_proj.bias is None
 
 
 def test_shared_parameter_is_listed_once_and_reassignment_replaces():
@@ -202,11 +203,11 @@ def test_gpt2_initialisation_statistics():
     matrices = 0
     for name, p in model.named_parameters():
         w = p.numpy()
-        if name.endswith("proj.weight"):  # attention and MLP output projections write into the residual stream
+        if name.endswith(".proj.weight"):  # attention and MLP output projections write into the residual stream
             assert w.std() == pytest.approx(residual_std, rel=0.05), name
             assert abs(w.mean()) < 3 * residual_std / math.sqrt(w.size), name
             matrices += 1
-        elif p.ndim == 2:  # wte, wpe, qkv, fc
+        elif p.ndim == 2:  # wte, wpe, q_proj, k_proj, v_proj, fc
             assert w.std() == pytest.approx(0.02, rel=0.05), name
             assert abs(w.mean()) < 3 * 0.02 / math.sqrt(w.size), name
             matrices += 1
@@ -214,7 +215,7 @@ def test_gpt2_initialisation_statistics():
             assert (w == 0).all(), name
         else:  # LayerNorm weights
             assert name.split(".")[-2].startswith("ln") and (w == 1).all(), name
-    assert matrices == 2 + 4 * n_layer
+    assert matrices == 2 + 6 * n_layer
 
 
 # ---- mg.save / mg.load ----

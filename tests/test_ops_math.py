@@ -1,4 +1,4 @@
-"""The math ops of issue 11 where a random-input gradient check cannot look: erf's accuracy against
+"""The math ops where a random-input gradient check cannot look: erf's accuracy against
 math.erf, the points where a derivative has a kink or a tie (abs and leaky_relu at 0, maximum on ties,
 clamp on its bounds, prod with zeros), extreme inputs (sigmoid, logsumexp), the ops without a gradient
 (argmax, argmin, any, all), the creation functions, and the errors. The table cases themselves are

@@ -228,11 +228,11 @@ def test_rms_norm_refuses_shapes_that_do_not_fit(rand) -> None:
 
 # ---- scaled dot-product attention ----
 
-def composed_weights(q, k, hidden=None):
-    """The steps written out, as models/attention.py does: scores, mask, softmax."""
+def composed_weights(q, k, mask=None):
+    """The steps written out, as models/attention.py does: scores, an additive mask, softmax."""
     scores = (q @ k.transpose(-2, -1)) * (1 / np.sqrt(q.shape[-1]))
-    if hidden is not None:
-        scores = F.masked_fill(scores, hidden, float("-inf"))
+    if mask is not None:
+        scores = scores + mask
     return F.softmax(scores, axis=-1)
 
 
@@ -255,7 +255,7 @@ def test_sdpa_causal_is_the_kv_cache_mask(rand, T, T_k) -> None:
     q, k, v = rand(2, 3, T, 4), rand(2, 3, T_k, 4), rand(2, 3, T_k, 5)
     qt, kt, vt = twins = twins_of((q, k, v))
     fused = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    composed = composed_weights(qt, kt, F.causal_mask(T, T_k, device=q.device)) @ vt
+    composed = composed_weights(qt, kt, F.causal_mask(T, T_k, dtype=q.dtype, device=q.device)) @ vt
     assert_same_values_and_gradients(fused, composed, (q, k, v), twins)
 
 

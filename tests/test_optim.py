@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend, fast, nn, optim
+from minigrad import backend, nn, optim
 from models import GPT, GPTConfig
 
 STEPS = 5
@@ -160,15 +160,15 @@ def test_fused_adamw_gives_the_parameters_of_the_plain_rule(device, monkeypatch,
 
     plain = run(False)
     pieces = []
-    update = fast._adamw_in_place
+    update = optim.AdamW.fused_update
 
     def counting_update(p, *rest):
         pieces.append(p.size)  # elements in this piece
         update(p, *rest)
 
     if chunk:
-        monkeypatch.setattr(fast, "chunk_size", lambda device: chunk)
-    monkeypatch.setattr(fast, "_adamw_in_place", counting_update)
+        monkeypatch.setattr(optim.AdamW, "piece", {"cpu": chunk, "cuda": chunk})
+    monkeypatch.setattr(optim.AdamW, "fused_update", staticmethod(counting_update))
     fused = run(True)
     # step 1: the (3, 4) weight whole or in pieces of 7 and 5, then the three 3-vectors
     assert pieces[:5] == ([7, 5, 3, 3, 3] if chunk else [12, 3, 3, 3, 12])
@@ -329,9 +329,9 @@ def assert_same_snapshot(a, b):
 
 
 @pytest.mark.parametrize("mismatch, message", [
-    ("other model", "saved state is for 4 parameters in 2 groups, this optimizer has 28 in 2"),
-    ("one group", "saved state is for 28 parameters in 1 groups, this optimizer has 28 in 2"),
-    ("wrong shape", "buffer 'v' of parameter 2 is missing or not of shape \\(48, 16\\)"),
+    ("other model", "saved state is for 4 parameters in 2 groups, this optimizer has 36 in 2"),
+    ("one group", "saved state is for 36 parameters in 1 groups, this optimizer has 36 in 2"),
+    ("wrong shape", "buffer 'v' of parameter 2 is missing or not of shape \\(16, 16\\)"),
     ("SGD state", "buffer 'm' of parameter 0 is missing"),
 ])
 def test_mismatched_optimizer_state_is_refused_and_changes_nothing(mismatch, message):

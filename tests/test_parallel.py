@@ -1,6 +1,6 @@
-"""minigrad/fast.py: importing minigrad changes nothing process-wide (the allocator setting is opt-in),
-and the CPU thread-parallel path (fast.run_parallel, used by AdamW(fused=True)) gives the same numbers
-as one thread.
+"""minigrad/runtime.py: importing minigrad changes nothing process-wide (the allocator setting is opt-in), the
+CPU thread-parallel path (runtime.run_parallel, used by AdamW(fused=True)) gives the same numbers as one thread,
+and the thread pool is made anew in a forked child.
 
 Small test sizes normally stay below the size where work is split between threads, so these tests
 lower that threshold to one element and compare against the sequential result, bit for bit.
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import fast
+from minigrad import runtime
 from minigrad.optim import AdamW
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,10 +33,10 @@ class SpyCDLL(ctypes.CDLL):
         used.append(name)
         return super().__getitem__(name)
 ctypes.CDLL = SpyCDLL
-import minigrad, minigrad.fast, minigrad.optim, minigrad.gradcheck_cases, models
+import minigrad, minigrad.runtime, minigrad.optim, minigrad.gradcheck_cases, models
 assert "mallopt" not in used, used
 assert threading.active_count() == 1, threading.enumerate()  # no thread pool either
-minigrad.fast.keep_large_blocks_in_heap()
+minigrad.runtime.keep_large_blocks_in_heap()
 assert "mallopt" in used, used  # the spy sees the explicit call
 """
 
@@ -52,9 +52,9 @@ def test_importing_minigrad_leaves_the_allocator_alone() -> None:
 
 @pytest.fixture
 def threads_always(monkeypatch):
-    if fast._threads == 1:
+    if runtime.threads() == 1:
         pytest.skip("one CPU core: nothing runs in parallel")
-    monkeypatch.setattr(fast, "_MIN_PARALLEL", 1)
+    monkeypatch.setattr(runtime, "MIN_PARALLEL", 1)
 
 
 def test_parallel_adamw_matches_one_thread(monkeypatch):
@@ -64,17 +64,17 @@ def test_parallel_adamw_matches_one_thread(monkeypatch):
         params = [mg.nn.Parameter(rng.standard_normal(s)) for s in ((33, 5), (7,), (64,))]
         opt = AdamW(params, lr=0.1, weight_decay=0.1, fused=True)
         with monkeypatch.context() as m:
-            m.setattr(fast, "chunk_size", lambda device: 16)
+            m.setattr(AdamW, "piece", {"cpu": 16, "cuda": 16})
             if parallel:
-                m.setattr(fast, "_MIN_PARALLEL", 1)
-                m.setattr(fast, "run_parallel", _spy(fast.run_parallel, calls))
+                m.setattr(runtime, "MIN_PARALLEL", 1)
+                m.setattr(runtime, "run_parallel", _spy(runtime.run_parallel, calls))
             for _ in range(3):
                 for p in params:
                     p.grad = rng.standard_normal(p.shape)
                 opt.step()
         return [p.data.copy() for p in params]
 
-    if fast._threads == 1:
+    if runtime.threads() == 1:
         pytest.skip("one CPU core: nothing runs in parallel")
     for a, b in zip(train(True), train(False), strict=True):
         np.testing.assert_array_equal(a, b)
@@ -95,4 +95,36 @@ def test_an_exception_in_a_worker_reaches_the_caller(threads_always):
             raise ValueError("block 1 failed")
 
     with pytest.raises(ValueError, match="block 1 failed"):
-        fast.run_parallel(fail, [0, 1, 2], "cpu", elements=10**6)
+        runtime.run_parallel(fail, [0, 1, 2], "cpu", elements=10**6)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork exists on POSIX only")
+def test_a_forked_child_starts_its_own_thread_pool(monkeypatch):
+    """A fused AdamW step large enough for the pool, then fork, then another step in the child: the child's copy of
+    the pool has no threads, so without a new pool it would hang."""
+    if runtime.threads() == 1:
+        pytest.skip("one CPU core: no thread pool")
+    monkeypatch.setattr(runtime, "MIN_PARALLEL", 1)
+    p = mg.nn.Parameter(np.ones(1000))
+    p.grad = np.ones(1000)
+    opt = AdamW([p], lr=0.1, fused=True)
+    monkeypatch.setattr(AdamW, "piece", {"cpu": 100, "cuda": 100})
+    opt.step()
+    pid = os.fork()
+    if pid == 0:  # the child: one more step, then report by exit status
+        try:
+            opt.step()
+            os._exit(0 if np.isfinite(p.data).all() else 1)
+        finally:
+            os._exit(2)
+    for _ in range(200):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        import time
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the child's optimizer step hung: the thread pool did not survive the fork")
+    assert os.waitstatus_to_exitcode(status) == 0

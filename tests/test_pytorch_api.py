@@ -135,7 +135,7 @@ def test_dim_ops_match_torch(name) -> None:
 
 # by module name: the package attribute mg.matmul is the function, which the module of that name defines
 OP_MODULES = [importlib.import_module(f"minigrad.{name}") for name in (
-    "elementwise", "reductions", "shapes", "matmul", "creation", "functional", "normalization", "losses", "attention")]
+    "elementwise", "reductions", "shapes", "matmul", "creation", "activations", "normalization", "losses", "sdpa")]
 
 
 def _ops() -> dict[str, object]:

@@ -118,7 +118,7 @@ TORCH = {
     "composite attention head": _torch_attention_head,
 }
 
-# ---- more math (issue 11): elementwise, activations, reductions ----
+# ---- more math: elementwise, activations, reductions ----
 _MASK = _t(_MASK_2D)
 TORCH.update({
     "sigmoid": torch.sigmoid,
@@ -277,11 +277,15 @@ def test_case_matches_torch(case: Case) -> None:
 
 @pytest.mark.parametrize("T, T_k", [(1, 1), (4, 4), (3, 7)])
 def test_causal_mask_is_torch_triu(T: int, T_k: int) -> None:
-    """Query i sits at position i + T_k - T, so it may see keys 0 .. i + T_k - T."""
-    expected = torch.triu(torch.ones(T, T_k, dtype=torch.bool), diagonal=T_k - T + 1).numpy()
+    """Query i sits at position i + T_k - T, so it may see keys 0 .. i + T_k - T: an additive mask of 0 there and
+    -inf beyond, as torch.nn.Transformer.generate_square_subsequent_mask makes for T == T_k."""
+    future = torch.triu(torch.ones(T, T_k, dtype=torch.bool), diagonal=T_k - T + 1)
+    expected = torch.zeros(T, T_k).masked_fill(future, float("-inf")).numpy()
     mask = F.causal_mask(T, T_k)
-    assert mask.dtype == np.bool_ and not mask.requires_grad
+    assert mask.dtype == np.float32 and not mask.requires_grad
     np.testing.assert_array_equal(mask.numpy(), expected)
+    if T == T_k:
+        np.testing.assert_array_equal(mask.numpy(), torch.nn.Transformer.generate_square_subsequent_mask(T).numpy())
 
 
 def test_max_ties_match_torch_amax() -> None:

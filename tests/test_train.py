@@ -13,9 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import minigrad as mg
+import run
 import train
-from checkpoint import CHECKPOINT, load_checkpoint, restore
+from checkpoint import load_checkpoint, restore
 from explain import explain_example
+from minigrad.optim import decay_groups
+from settings import CHECKPOINT, build_model, build_task, model_config
 from tasks import make_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,7 +73,7 @@ def test_default_run_prints_samples_and_explanation(tmp_path, capsys):
     (["--resume"], "no checkpoint"),
 ])
 def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, argv, message):
-    if argv == ["--device", "cuda"] and train.backend.cuda_available():
+    if argv == ["--device", "cuda"] and mg.cuda_available():
         pytest.skip("this machine has a GPU, so --device cuda is valid")
     code, out, err = run_main(capsys, *argv, "--out", str(tmp_path / "run"))
     assert code == 2
@@ -120,6 +124,60 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path, capsys, monkeypatc
         assert resumed[key] == whole[key], key
 
 
+def as_format_1(path: Path) -> None:
+    """Rewrite a checkpoint as minigrad wrote it before format 2: no "format" entry, and each attention's W_Q, W_K,
+    W_V as one (3C, C) matrix qkv, in the model and in the optimizer's buffers (which sat where q_proj sat)."""
+    ckpt = mg.load(path)
+    del ckpt["format"]
+    model = ckpt["model"]
+    names = [n for n in model if n.endswith(("weight", "bias"))]
+    settings = ckpt["settings"]
+    built = build_model(settings, model_config(settings, build_task(settings)), "cpu")
+    order = [n for group in decay_groups(built.named_parameters(), 0.1) for n, q in built.named_parameters()
+             if any(q is p for p in group["params"])]  # the optimizer's parameters, by name
+    buffers, merged, i = ckpt["optim"]["buffers"], {}, 0
+    while i < len(order):
+        if ".attn.q_proj." in order[i]:
+            merged[str(len(merged))] = {b: np.concatenate([buffers[str(i + k)][b] for k in range(3)])
+                                        for b in buffers[str(i)]}
+            i += 3
+        else:
+            merged[str(len(merged))] = buffers[str(i)]
+            i += 1
+    ckpt["optim"]["buffers"] = merged
+    for name in [n for n in names if ".attn.q_proj." in n]:
+        model[name.replace(".q_proj.", ".qkv.")] = np.concatenate(
+            [model.pop(name.replace(".q_proj.", f".{part}.")) for part in ("q_proj", "k_proj", "v_proj")])
+    mg.save(path, ckpt)
+
+
+def test_a_checkpoint_of_format_1_resumes_and_explains_as_it_would_have(tmp_path, capsys):
+    # all 12 steps in the warmup: the learning rate does not depend on --steps, which the first half runs with 6
+    common = ["--task", "sort", "--steps", "12", "--warmup", "12", "--checkpoint-interval", "6", *SMALL]
+    code, out, _ = run_main(capsys, *common, "--out", str(tmp_path / "whole"))
+    assert code == 0
+    whole = final_line(out)
+    assert run_main(capsys, *common, "--steps", "6", "--out", str(tmp_path / "old"))[0] == 0
+    as_format_1(tmp_path / "old" / CHECKPOINT)
+    assert "qkv" in " ".join(mg.load(tmp_path / "old" / CHECKPOINT)["model"])
+    code, out, _ = run_main(capsys, "--resume", "--steps", "12", "--out", str(tmp_path / "old"))
+    assert code == 0
+    resumed = final_line(out)
+    for key in ("train_loss", "val_loss", "val_acc"):
+        assert resumed[key] == whole[key], key
+    code, out, _ = run_main(capsys, "explain", "--out", str(tmp_path / "old"))
+    assert code == 0 and "Attention in layer" in out
+
+
+def test_a_checkpoint_of_a_newer_format_is_refused(tmp_path, capsys):
+    assert run_main(capsys, "--task", "sort", "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
+    ckpt = mg.load(tmp_path / CHECKPOINT)
+    ckpt["format"] = 99
+    mg.save(tmp_path / CHECKPOINT, ckpt)
+    code, _, err = run_main(capsys, "--resume", "--out", str(tmp_path))
+    assert code == 2 and "has checkpoint format 99; this train.py reads formats 1 and 2" in err
+
+
 def test_resume_refuses_a_different_model(tmp_path, capsys):
     assert run_main(capsys, "--task", "sort", "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
     code, _, err = run_main(capsys, "--resume", "--n-embd", "32", "--out", str(tmp_path))
@@ -149,7 +207,7 @@ def test_killed_run_leaves_the_last_checkpoint_readable_and_its_folder_free(tmp_
                                      f"(pid {proc.pid}); wait for it to end, or choose another --out")
     ckpt = load_checkpoint(str(tmp_path))
     assert ckpt["step"] >= 1 and "model" in ckpt
-    assert (tmp_path / train.LOCK).read_text().strip() == str(proc.pid)  # left behind, but no longer locked
+    assert (tmp_path / run.LOCK).read_text().strip() == str(proc.pid)  # left behind, but no longer locked
     third = subprocess.run([sys.executable, "train.py", "--resume", "--steps", "1", "--out", str(tmp_path)],
                            cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert third.returncode == 0 and "already reached" in third.stdout, third.stderr

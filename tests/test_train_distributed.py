@@ -17,9 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import run
 import train
-from checkpoint import CHECKPOINT, load_checkpoint
+from checkpoint import load_checkpoint
 from models import IGNORE_INDEX
+from settings import CHECKPOINT
 from tests.distributed_worker import uneven_batch
 from tests.test_distributed import MPIEXEC, needs_mpi, needs_mpi4py, run_worker
 
@@ -145,7 +147,7 @@ def test_ctrl_c_that_reaches_one_rank_stops_them_all(tmp_path):
     cmd = [MPIEXEC, "-n", "2", sys.executable, "train.py", "--dist", "mpi", *RUN, "--steps", "100000",
            "--checkpoint-interval", "5", "--out", str(tmp_path)]
     # the lock file holds the pid of the rank that writes: rank 0
-    out, err = run_and_signal(cmd, tmp_path, lambda _: os.kill(int((tmp_path / train.LOCK).read_text()), signal.SIGINT))
+    out, err = run_and_signal(cmd, tmp_path, lambda _: os.kill(int((tmp_path / run.LOCK).read_text()), signal.SIGINT))
     [step] = re.findall(r"stopped at step (\d+)", out)
     assert load_checkpoint(str(tmp_path))["step"] == int(step)
 

@@ -1,10 +1,6 @@
-"""Scaled dot-product attention, one Function with a closed-form backward, and the causal mask.
-
-softmax(Q K^T * scale + mask) V is one graph node: the scores and the weights of every head are
-computed once and kept once for backward, where the steps written out (matmul, masked_fill, softmax,
-matmul) make four nodes. models/attention.py writes the steps out, to teach them.
-Shapes: ... batch axes (they broadcast), L queries, S keys and values, E query and key size, Ev value
-size. Both are neural-network functions, re-exported by functional.py as F.
+"""F.scaled_dot_product_attention (SDPA): softmax(Q K^T * scale + mask) V as one Function with a closed-form
+backward. models/attention.py writes the same steps out, a node each, to teach them.
+Shapes: ... batch axes (they broadcast), L queries, S keys and values, E query and key size, Ev value size.
 """
 
 from __future__ import annotations
@@ -12,26 +8,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from minigrad import backend, elementwise, functional  # the modules, not their names: any import order works
-from minigrad.dims import broadcasts_to
+from minigrad import backend
+from minigrad.arrays import broadcasts_to, dropout_scale, future_positions, index_array, unbroadcast
 from minigrad.dtypes import check_float
-from minigrad.shapes import _aux_array
 from minigrad.tensor import Function, Tensor
-
-# ---- the causal mask ----
-
-def causal_mask(T: int, T_k: int | None = None, device: str = "cpu") -> Tensor:
-    """(T, T_k) booleans, True where key j lies in the future of query i and must be hidden.
-
-    The T queries are the last T of the T_k positions (T_k > T when a key/value cache holds the
-    earlier ones), so query i sits at position i + T_k - T.
-    """
-    T_k = T if T_k is None else T_k
-    if T < 0 or T_k < T:
-        raise ValueError(f"causal_mask: need 0 <= T <= T_k, got T={T}, T_k={T_k}")
-    xp = backend.module_for(device)
-    return Tensor._wrap(xp.triu(xp.ones((T, T_k), dtype=bool), k=T_k - T + 1), False)
-
 
 # ---- scaled dot-product attention ----
 
@@ -67,7 +47,7 @@ class ScaledDotProductAttentionFunction(Function):
         p /= sums
         self.q, self.k, self.v, self.p, self.scale, self.drop = q, k, v, p, scale, None
         if dropout_p:
-            self.drop = functional._dropout_scale(p, dropout_p)
+            self.drop = dropout_scale(p, dropout_p)
             return (p * self.drop) @ v
         return p @ v
 
@@ -76,38 +56,27 @@ class ScaledDotProductAttentionFunction(Function):
         need_q, need_k, need_v, *need_mask = self.needs_input_grad
         # in the forward pass this was: out = softmax(q @ k^T * scale + mask) @ v
         weights = p if drop is None else p * drop  # what multiplied V in forward
-        dv = elementwise.unbroadcast(weights.swapaxes(-1, -2) @ dout, v.shape) if need_v else None
+        dv = unbroadcast(weights.swapaxes(-1, -2) @ dout, v.shape) if need_v else None
         dp = dout @ v.swapaxes(-1, -2)
         if drop is not None:
             dp *= drop
         ds = dp - (dp * p).sum(axis=-1, keepdims=True)
         ds *= p
-        dq = elementwise.unbroadcast((ds @ k) * scale, q.shape) if need_q else None
-        dk = elementwise.unbroadcast((ds.swapaxes(-1, -2) @ q) * scale, k.shape) if need_k else None
+        dq = unbroadcast((ds @ k) * scale, q.shape) if need_q else None
+        dk = unbroadcast((ds.swapaxes(-1, -2) @ q) * scale, k.shape) if need_k else None
         if not need_mask:
             return dq, dk, dv
-        return dq, dk, dv, elementwise.unbroadcast(ds, self.mask_shape) if need_mask[0] else None
+        return dq, dk, dv, unbroadcast(ds, self.mask_shape) if need_mask[0] else None
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any = None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None) -> Tensor:
-    """softmax(query key^T * scale + mask) value in one graph node, as
-    torch.nn.functional.scaled_dot_product_attention (same arguments, in the same order).
-
-    query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev); the batch axes broadcast.
-    attn_mask, broadcast to (..., L, S): boolean, True where a query may attend (as in PyTorch), or
-    float, added to the scores (and given a gradient when it requires one). A query that may attend to
-    no key gets zeros, as in PyTorch.
-    is_causal: query i attends to keys 0 .. i + S - L, so the L queries are the last L of the S
-    positions, as when a key/value cache holds the earlier ones (F.causal_mask(L, S)). PyTorch's
-    is_causal aligns to the top left instead (query i sees keys 0 .. i); the two agree when L == S,
-    and for L < S this equals PyTorch's attn_mask=torch.nn.attention.bias.causal_lower_right(L, S).
-    L > S is refused: the first queries would see no key. As in PyTorch, is_causal with an attn_mask
-    is refused.
-    scale: 1 / sqrt(E) by default. dropout_p: each weight is dropped with this probability and the
-    rest scaled by 1 / (1 - dropout_p); pass 0.0 when not training, as in PyTorch.
-    """
+    """softmax(query key^T * scale + mask) value in one graph node, as torch.nn.functional.scaled_dot_product_attention
+    (same arguments): query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev), batch axes broadcast.
+    attn_mask: boolean, True where a query may attend, or float, added to the scores (F.causal_mask is one); a query
+    that may attend to no key gets zeros. is_causal: the L queries are the last L of S positions (PyTorch aligns
+    them top left; the same when L == S); docs/backward.md derives the backward. scale: 1 / sqrt(E) by default."""
     op = "scaled_dot_product_attention"
     check_float(op, query)
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2 or query.shape[-1] != key.shape[-1] \
@@ -129,7 +98,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             raise ValueError(f"{op}: pass attn_mask or is_causal=True, not both")
         if L > S:
             raise ValueError(f"{op}: is_causal with {L} queries and only {S} keys: the first queries would see no key")
-        hidden = causal_mask(L, S, device=query.device).data
+        hidden = future_positions(backend.get_array_module(query.data), L, S)
     elif attn_mask is not None:
         hidden, float_mask = _mask(op, attn_mask, query, scores)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
@@ -140,11 +109,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
 def _mask(op: str, attn_mask: Any, query: Tensor, scores: tuple[int, ...]) -> tuple[Any, tuple[Tensor, ...]]:
     """(hidden, ()) for a boolean mask, hidden = where it is False; (None, (mask,)) for a float mask."""
     if not (isinstance(attn_mask, Tensor) and attn_mask.dtype.kind == "f"):  # a Tensor keeps its graph edge
-        mask = _aux_array(op, attn_mask, query, "biuf")
+        mask = index_array(op, attn_mask, query.device, "biuf")
         if mask.dtype.kind not in "bf":
             raise TypeError(f"{op}: attn_mask must be boolean (True: may attend) or float (added to the scores), "
                             f"got dtype {mask.dtype}")
-        attn_mask = mask if mask.dtype.kind == "b" else Tensor._wrap(mask.astype(query.dtype, copy=False), False)
+        attn_mask = mask if mask.dtype.kind == "b" else Tensor.wrap(mask.astype(query.dtype, copy=False), False)
     if not broadcasts_to(attn_mask.shape, scores):
         raise ValueError(f"{op}: attn_mask of shape {attn_mask.shape} does not broadcast to the scores' shape {scores}")
     return (None, (attn_mask,)) if isinstance(attn_mask, Tensor) else (~attn_mask, ())

@@ -1,0 +1,201 @@
+"""Helpers below Tensor, on raw backend arrays and plain arguments: the one converter `as_array`, dim and
+shape arguments (PyTorch's dim=/keepdim=, NumPy's axis=/keepdims= as aliases), index and mask checks, and
+the array formulas several ops share (unbroadcast, stable_softmax, stable_sigmoid, dropout_scale).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from minigrad import backend
+from minigrad.dtypes import DEFAULT_FLOAT, DType, number_dtype, own_dtype
+
+Array = backend.Array
+Fn = TypeVar("Fn", bound=Callable[..., Any])
+Dims = int | Sequence[int] | None
+
+# ---- values into arrays ----
+
+def as_array(value: Any, dtype: DType | None = None, device: str | None = None, op: str = "tensor") -> Array:
+    """The one way values become a backend array: a tensor (its data), a NumPy or CuPy array, a number or a
+    (nested) list, as `dtype` (default: its own, Python floats as float32) on `device` (default: its own,
+    or "cpu"). Anything that is not numbers (None, strings) is a TypeError naming `op`."""
+    if hasattr(value, "requires_grad"):  # a Tensor (tensor.py sits above this module): its array
+        value = value.data
+    own = own_dtype(value)
+    if own.kind not in "biuf":
+        raise TypeError(f"{op}: expected numbers, got {type(value).__name__} {value!r:.60}, whose dtype {own} "
+                        "is not a number type (bool, integer or float)")
+    if dtype is not None:
+        dtype = number_dtype(op, dtype)
+    elif not hasattr(value, "dtype") and own.kind == "f":
+        dtype = DEFAULT_FLOAT
+    if device is None:
+        device = backend.device_of(value) if hasattr(value, "dtype") else "cpu"
+    xp = backend.module_for(device)
+    return xp.asarray(backend.to_device(value, device) if hasattr(value, "dtype") else value, dtype=dtype)
+
+
+_KIND_NAMES = {"b": "boolean", "i": "integer", "u": "integer", "f": "floating-point"}
+
+
+def index_array(op: str, value: Any, device: str, kinds: str, moved: bool = True) -> Array:
+    """An index, mask or target argument as an array with a dtype of one of `kinds`, on `device` (moved=False:
+    left where it is, a list on the host). A tensor on another device is refused, as an input would be."""
+    if hasattr(value, "requires_grad") and value.device != device:  # a Tensor on another device
+        raise RuntimeError(f"{op}: tensor of shape {value.shape} is on {value.device}, input on {device}")
+    array = as_array(value, None, device if moved else None, op)
+    if array.dtype.kind not in kinds:
+        expected = " or ".join(dict.fromkeys(_KIND_NAMES[k] for k in kinds))  # "iu": integer, once
+        raise TypeError(f"{op}: expected {expected} values, got dtype {array.dtype}")
+    return array
+
+
+def indices_in_range(op: str, value: Any, device: str, n: int, what: str, ignore: int | None = None) -> Array:
+    """Integer indices (token ids, targets) on `device`, refused if any lies outside [0, n) other than `ignore`.
+    Indices from the host are checked there, before the copy, so a GPU step does not wait for the check."""
+    indices = index_array(op, value, device, "iu", moved=False)
+    check_range(op, indices, n, what, ignore)
+    return backend.to_device(indices, device)
+
+
+def check_range(op: str, indices: Array, n: int, what: str, ignore: int | None = None) -> None:
+    """Refuse indices outside [0, n) here, rather than with an IndexError deep inside NumPy."""
+    bad = (indices < 0) | (indices >= n)
+    if ignore is not None:
+        bad &= indices != ignore
+    if bad.any():  # the one readback where the indices live on the GPU
+        where = tuple(int(i[0]) for i in bad.nonzero())
+        raise IndexError(f"{op}: {what} {int(indices[where])} at position {where} is out of range [0, {n})")
+
+
+# ---- dim and shape arguments ----
+
+_ALIASES = {"axis": ("dim", "dims"), "keepdims": ("keepdim",)}  # NumPy's name -> PyTorch's, whichever fn has
+
+
+def numpy_aliases(fn: Fn) -> Fn:
+    """fn, which takes PyTorch's dim= (or dims=) and keepdim=, also taking NumPy's axis= and keepdims=."""
+    signature = inspect.signature(fn)
+    renames = {numpy_name: name for numpy_name, names in _ALIASES.items()
+               for name in names if name in signature.parameters}
+
+    @functools.wraps(fn)
+    def with_aliases(*args: Any, **kwargs: Any) -> Any:
+        for numpy_name, name in renames.items():
+            if numpy_name in kwargs:
+                if name in kwargs or name in signature.bind_partial(*args).arguments:
+                    raise TypeError(f"{fn.__name__}: got both {name} and {numpy_name} (NumPy's name for "
+                                    f"{name}); give one")
+                kwargs[name] = kwargs.pop(numpy_name)
+        return fn(*args, **kwargs)
+
+    return with_aliases  # type: ignore[return-value]
+
+
+def as_axes(op: str, dim: Dims, shape: tuple[int, ...], *, one: bool = False) -> tuple[int, ...]:
+    """`dim` (None: every axis; an int or ints, negative from the end) as a sorted tuple of axes of `shape`;
+    one=True: one int only. A 0-d tensor takes dim 0 or -1, as in PyTorch: no axis."""
+    if dim is None and not one:
+        return tuple(range(len(shape)))
+    dims = dim if isinstance(dim, (tuple, list)) and not one else (dim,)
+    found = tuple(_in_range(op, d, len(shape) or 1, shape) for d in dims)  # 0-d: dim 0 or -1
+    if len(set(found)) != len(found):
+        raise ValueError(f"{op}: dims {found} name an axis twice")
+    return tuple(sorted(found)) if shape else ()
+
+
+def as_axis(op: str, dim: int, shape: tuple[int, ...], *, new: bool = False) -> int:
+    """One int dim as an axis of `shape`; new=True: where a new axis goes (stack, unsqueeze), in [-ndim-1, ndim]."""
+    return _in_range(op, dim, len(shape) + new, shape)
+
+
+def _in_range(op: str, dim: int, n: int, shape: tuple[int, ...]) -> int:
+    if not hasattr(dim, "__index__") or isinstance(dim, bool):  # an int: not 1.0, "0", None or True
+        raise TypeError(f"{op}: dim must be one int, got {dim!r}")
+    if not -n <= dim < n:
+        raise ValueError(f"{op}: dim {dim!r} is out of range [{-n}, {n - 1}] for a tensor of shape {shape}")
+    return dim % n
+
+
+def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether an array of `shape` broadcasts to `target` unchanged (a mask to its input's shape)."""
+    lead = len(target) - len(shape)
+    return lead >= 0 and all(n in (1, target[lead + i]) for i, n in enumerate(shape))
+
+
+def int_tuple(op: str, args: tuple) -> tuple[int, ...]:
+    """f(2, 3) and f((2, 3)) both give (2, 3): shapes (zeros, reshape) and axes (permute), integers."""
+    values = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+    if not all(hasattr(v, "__index__") for v in values):  # an int, not 2.0, "2" or None
+        raise TypeError(f"{op}: expected integers, got {values}")
+    return values
+
+
+# ---- array formulas several ops share ----
+
+def future_positions(xp: Any, T: int, T_k: int) -> Array:
+    """(T, T_k) booleans, True where key j lies in the future of query i; the T queries are the last T of the
+    T_k positions (T_k > T when a key/value cache holds the earlier ones), so query i sits at i + T_k - T."""
+    return xp.triu(xp.ones((T, T_k), dtype=bool), k=T_k - T + 1)
+
+
+def unbroadcast(dx: Array, shape: tuple[int, ...]) -> Array:
+    """The adjoint of broadcasting is summing: reduce dx back to the input's `shape`."""
+    if dx.shape == shape:
+        return dx
+    lead = dx.ndim - len(shape)
+    stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and dx.shape[lead + i] != 1)
+    return dx.sum(axis=tuple(range(lead)) + stretched, keepdims=True).reshape(shape)
+
+
+def as_rows(a: Array) -> Array:
+    """(..., n) -> (N, n): the leading dimensions flattened into N rows (N spelled out: -1 fails for n = 0)."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
+
+
+def stable_softmax(x: Array, axis: int, log: bool = False) -> Array:
+    """softmax(x) = exp(x - max) / sum(exp(x - max)) along `axis`, or with log=True
+    log_softmax(x) = (x - max) - log(sum(exp(x - max))), which stays finite where softmax underflows."""
+    xp = backend.get_array_module(x)
+    shifted = x - x.max(axis=axis, keepdims=True)  # changes neither result, but exp() can no longer overflow
+    if log:
+        return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+    exps = xp.exp(shifted)
+    return exps / exps.sum(axis=axis, keepdims=True)
+
+
+def stable_sigmoid(x: Array) -> Array:
+    """1 / (1 + exp(-x)), computed from exp(-|x|) so that exp never overflows."""
+    xp = backend.get_array_module(x)
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def dropout_scale(x: Array, p: float) -> Array:
+    """keep / (1 - p), keep ~ Bernoulli(1 - p), an array like x (all 0 when p = 1): what dropout multiplies by."""
+    keep = backend.generator(backend.device_of(x)).random(x.shape, dtype=x.dtype) >= p
+    return keep * x.dtype.type(1 / (1 - p)) if p < 1 else keep.astype(x.dtype)
+
+
+def row_sums(a: Array) -> Array:
+    """Sums of the rows of a (N, L) as (N, 1), as one matrix-vector product with ones (speed: BLAS runs it
+    several times faster than NumPy's sum along a short last axis; fused kernels use it)."""
+    return (a @ backend.get_array_module(a).ones(a.shape[1], dtype=a.dtype))[:, None]
+
+
+def column_sums(a: Array) -> Array:
+    """Sums of the columns of a (N, L) as (L,): ones @ a (speed: as row_sums)."""
+    return backend.get_array_module(a).ones(a.shape[0], dtype=a.dtype) @ a
+
+
+def row_max(a: Array) -> Array:
+    """Maxima of the rows of a (N, L) as (N, 1), exactly a.max(axis=1, keepdims=True) (speed: NumPy reduces a
+    short last axis row by row; rows of up to 64 are reduced faster transposed, column by column)."""
+    if a.shape[1] <= 64 and backend.device_of(a) == "cpu":
+        return backend.get_array_module(a).ascontiguousarray(a.T).max(axis=0)[:, None]
+    return a.max(axis=1, keepdims=True)

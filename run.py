@@ -1,0 +1,371 @@
+"""Everything around train.py's loop for one run: the flags and their checks, resume, the --out folder lock,
+Ctrl-C, the ranks of mpiexec, the memory estimate, the report at the end, and the explain / sample commands
+(`python train.py explain`, `python train.py sample`). train.py calls main(argv, loop).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+import minigrad as mg
+from checkpoint import load_checkpoint, resume_training, save_checkpoint
+from explain import default_ids, explain_example, explain_main
+from minigrad import backend, distributed, nn, runtime
+from minigrad.optim import AdamW, Optimizer, decay_groups
+from models import IGNORE_INDEX
+from sample import sample_main
+from settings import (
+    ARCHITECTURES,
+    CHECKPOINT,
+    DEFAULTS,
+    DTYPES,
+    HELDOUT_SEED,
+    MODEL_KEYS,
+    PRESETS,
+    RunFailed,
+    UsageError,
+    build_model,
+    build_task,
+    check_device,
+    check_settings,
+    flag,
+    model_config,
+    run_cli,
+)
+from tasks import TASKS, Split, Task, split
+
+try:
+    import fcntl  # the --out lock; POSIX only
+except ImportError:
+    fcntl = None
+
+LOCK = "train.lock"  # in --out, while a run writes there
+
+
+def main(argv: Sequence[str] | None, loop: Callable[[Run], int]) -> int:
+    """python train.py [explain | sample] ...: the subcommands, or a training run whose loop is `loop`."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["explain"]:
+        return run_cli(lambda a: explain_main(a, prog="train.py explain"), argv[1:], "train.py explain")
+    if argv[:1] == ["sample"]:
+        return run_cli(lambda a: sample_main(a, prog="train.py sample"), argv[1:], "train.py sample")
+    return run_cli(lambda a: train(build_parser().parse_args(a), loop), argv, "train.py")
+
+
+# ---- the flags ----
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="train.py",
+        description="Train the minigrad GPT (--arch llama: a LLaMA-style decoder) on a toy next-token task. Tasks: "
+        + "; ".join(f"{k}: {v}" for k, v in TASKS.items()),
+        epilog="Explain mode (the walkthrough's steps on a trained model): python train.py explain --help. "
+               "Sample mode (continue a prompt): python train.py sample --help")
+    g = p.add_argument_group("task")
+    g.add_argument("--task", choices=list(TASKS), help=f"what to learn (default {DEFAULTS['task']})")
+    g.add_argument("--data", metavar="FILE", help="UTF-8 text file for --task text")
+    g = p.add_argument_group("model")
+    g.add_argument("--arch", choices=list(ARCHITECTURES),
+                   help=f"architecture (default {DEFAULTS['arch']}; llama: RMSNorm, rotary positions, SwiGLU)")
+    g.add_argument("--preset", choices=list(PRESETS), help="model size (default tiny: " + ", ".join(
+        f"{k} {v['n_embd']}/{v['n_head']}/{v['n_layer']}" for k, v in PRESETS.items()) + " width/heads/layers)")
+    g.add_argument("--n-embd", type=int, help="width (d_model); overrides the preset")
+    g.add_argument("--n-head", type=int, help="attention heads; must divide the width")
+    g.add_argument("--n-layer", type=int, help="decoder blocks")
+    g.add_argument("--block-size", type=int, help="longest sequence (default: what the task needs)")
+    g.add_argument("--dropout", type=float)
+    g = p.add_argument_group("training")
+    g.add_argument("--steps", type=int, help=f"total optimizer steps (default {DEFAULTS['steps']})")
+    g.add_argument("--batch-size", type=int, help=f"sequences per step (default {DEFAULTS['batch_size']})")
+    g.add_argument("--lr", type=float, help=f"peak learning rate (default {DEFAULTS['lr']}); cosine decay to lr/10")
+    g.add_argument("--warmup", type=int, help="linear warmup steps")
+    g.add_argument("--weight-decay", type=float)
+    g.add_argument("--grad-clip", type=float, help=f"largest gradient norm (default {DEFAULTS['grad_clip']})")
+    g.add_argument("--seed", type=int, help="seeds the weights, the data and dropout")
+    g.add_argument("--device", choices=list(backend.DEVICES), default="cpu")
+    g.add_argument("--dtype", choices=DTYPES)
+    g.add_argument("--fused", action="store_true", help="speed: the fused kernels (mg.fused) and AdamW(fused=True), "
+                   "the same formulas in fewer passes (docs/performance.md)")
+    g.add_argument("--eval-interval", type=int, help="steps between held-out evaluations")
+    g.add_argument("--dist", choices=["mpi"], help="data-parallel over the processes of mpiexec, each on its "
+                   "slice of every batch: mpiexec -n 2 python train.py --dist mpi (pip install -e '.[mpi]')")
+    g = p.add_argument_group("output")
+    g.add_argument("--out", default="out", help="folder for the checkpoint (default ./out)")
+    g.add_argument("--resume", action="store_true", help=f"continue from --out/{CHECKPOINT} up to --steps")
+    g.add_argument("--checkpoint-interval", type=int, help="steps between checkpoints")
+    g.add_argument("--samples", type=int, default=3, help="held-out completions shown at the end")
+    g.add_argument("--no-explain", action="store_true", help="skip the attention explanation at the end")
+    return p
+
+
+def resolve_settings(args: argparse.Namespace, saved: dict[str, Any] | None) -> dict[str, Any]:
+    """DEFAULTS, then the checkpoint's settings when resuming, then the flags given; checked."""
+    settings = dict(DEFAULTS if saved is None else saved)
+    for key in DEFAULTS:
+        value = getattr(args, key, None)
+        if value is None:
+            continue
+        if saved is not None and key in MODEL_KEYS and value != saved[key]:
+            raise UsageError(f"{flag(key)} {value} differs from the checkpoint's {saved[key]}; "
+                             "drop the flag to resume, or start a new run with another --out")
+        settings[key] = value
+    check_settings(settings)
+    return settings
+
+
+# ---- a run: what the loop works with ----
+
+@dataclass
+class Run:
+    """What train.py's loop reads: the settings, the model and its optimizer, the data and its random stream,
+    the step to start from, this process's rank, the Ctrl-C flag and the progress bar."""
+
+    args: argparse.Namespace
+    settings: dict[str, Any]
+    task: Task
+    data: Split
+    model: nn.Module
+    opt: Optimizer
+    data_rng: np.random.Generator
+    step: int
+    world: distributed.World
+    stop: StopRequest
+    bar: Any
+    path: str
+    saved_step: int | None = None  # the last good checkpoint on disk
+    rows: slice = field(default_factory=lambda: slice(None))  # this rank's slice of every batch
+
+    def data_parallel_step(self, train_step: Callable[..., float], x: np.ndarray, y: np.ndarray) -> tuple[float, bool]:
+        """train_step on this rank's rows, its gradients weighted by its share of the scored targets and summed
+        over the ranks (what one process computes on the whole batch); the whole batch's loss, and whether any
+        rank was asked to stop, agreed in one small all-reduce."""
+        share = scored_share(y, self.rows)
+        loss = train_step(self.model, self.opt, x[self.rows], y[self.rows], self.settings["grad_clip"],
+                          partial(sum_shares, self.world, share))
+        sums = np.array([loss * share, float(self.stop.requested)])
+        self.world.all_reduce([sums])
+        return float(sums[0]), bool(sums[1])
+
+    def save(self, step: int) -> None:
+        """The checkpoint of `step`, written by rank 0 (the ranks' weights are equal), after checking the weights."""
+        if not all(bool(backend.get_array_module(p.data).isfinite(p.data).all()) for p in self.model.parameters()):
+            raise self.diverged(f"the weights are no longer finite after step {step}")  # an overflowed update
+        if self.world.rank == 0:
+            save_checkpoint(self.path, self.model, self.opt, step, self.settings, self.task.vocab, self.data_rng)
+        self.saved_step = step
+
+    def diverged(self, what: str) -> RunFailed:
+        kept = (f"the last good checkpoint, step {self.saved_step}, is kept in {self.path}"
+                if self.saved_step is not None else "no checkpoint was written")
+        return RunFailed(f"{what}: training diverged (is --lr {self.settings['lr']:g} too high?); stopped, and {kept}")
+
+    def stopped(self, step: int) -> int:
+        """After Ctrl-C: say how to continue; exit status 130."""
+        self.bar.close()
+        launch = f"mpiexec -n {self.world.size} " if self.world.size > 1 else ""
+        print(f"stopped at step {step}; checkpoint saved to {self.path}. Continue with: "
+              f"{launch}python train.py --resume --out {self.args.out}" + (" --dist mpi" if self.args.dist else ""))
+        return 130
+
+    def report(self, step: int, loss: float, val_loss: float, val_acc: float, tokens_per_s: float) -> None:
+        """The end of a run: held-out completions, the attention explanation, and the final line."""
+        if self.args.samples:
+            print("held-out completions (greedy):")
+            show_samples(self.model, self.task, self.data.heldout[0], self.args.samples)
+        if not self.args.no_explain:
+            explain_example(self.model, self.task, default_ids(self.task))  # what `python train.py explain` shows
+        print(f"final: step={step} train_loss={loss:.4f} val_loss={val_loss:.4f} val_acc={val_acc:.4f} "
+              f"tokens_per_s={tokens_per_s:.0f}")
+
+
+def scored_share(y: np.ndarray, rows: slice) -> float:
+    """The part of the batch's scored targets (those not IGNORE_INDEX) that lie in `rows`."""
+    return float((y[rows] != IGNORE_INDEX).sum() / (y != IGNORE_INDEX).sum())
+
+
+def sum_shares(world: distributed.World, share: float, params: list[nn.Parameter]) -> None:
+    """A rank's gradients, of the mean loss over its own scored targets, weighted by its share and summed over the
+    ranks: the gradient of the mean over all of them, what one process computes on the whole batch."""
+    grads = [p.grad for p in params]
+    for g in grads:
+        g *= share
+    world.all_reduce(grads)
+
+
+def show_samples(model: nn.Module, task: Task, tokens: np.ndarray, n: int) -> None:
+    model.eval()
+    for row in tokens[:n]:
+        prompt, answer = task.split_prompt(row)
+        completion = model.generate(np.array([prompt]), len(answer), temperature=0)[0, len(prompt):]
+        mark = "ok" if list(completion) == answer else f"expected {task.decode(answer)!r}"
+        print(f"  {task.decode(prompt)!r} -> {task.decode(completion)!r}  {mark}")
+    model.train()
+
+
+# ---- setting a run up ----
+
+def train(args: argparse.Namespace, loop: Callable[[Run], int]) -> int:
+    """python train.py, or one rank of `mpiexec -n N python train.py --dist mpi`. Rank 0 speaks for all: the
+    other ranks print nothing, and leave to it the errors that every rank meets alike."""
+    runtime.keep_large_blocks_in_heap()  # a process-wide allocator setting: no code path (docs/performance.md)
+    world = join_world(args)
+    if world.rank == 0:
+        return train_rank(args, world, loop)
+    sys.stdout = open(os.devnull, "w")  # for as long as this process lives
+    try:
+        return train_rank(args, world, loop)
+    except (UsageError, RunFailed) as err:
+        return 2 if isinstance(err, UsageError) else 1
+
+
+def join_world(args: argparse.Namespace) -> distributed.World:
+    """--dist mpi: the ranks of the mpiexec this process was started by (run alone, a world of one)."""
+    if args.dist is None:
+        return distributed.World()
+    check_device(args.device)
+    try:
+        world = distributed.init(args.device)
+    except RuntimeError as err:  # no mpi4py or no MPI library: what to install
+        raise UsageError(f"--dist mpi: {err}") from None
+    if world.ranks_on_node > 1:
+        runtime.share_cores(world.ranks_on_node)  # each rank's BLAS gets its share of the cores, not all of them
+    return world
+
+
+def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callable[[Run], int]) -> int:
+    """Check every argument before any work, build (or resume) the run, and hand it to the loop."""
+    if args.samples < 0:
+        raise UsageError(f"--samples must be 0 or more, got {args.samples}")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise UsageError(f"--out {args.out} is a file, not a folder")
+    check_device(args.device)
+    ckpt = load_checkpoint(args.out) if args.resume else None
+    settings = resolve_settings(args, ckpt["settings"] if ckpt else None)
+    task = build_task(settings)
+    config = model_config(settings, task)
+    check_memory(config, settings, task.seq_len - 1, args.device)
+    if settings["batch_size"] % world.size:
+        raise UsageError(f"--batch-size {settings['batch_size']} does not split evenly over {world.size} ranks; "
+                         f"choose a multiple of {world.size}")
+
+    # from here on the ranks talk to each other: one that fails must not leave the others waiting
+    with world.failing_together(), writing_into(args.out) if world.rank == 0 else nullcontext():
+        model = build_model(settings, config, args.device)
+        opt = AdamW(decay_groups(model.named_parameters(), settings["weight_decay"]), lr=settings["lr"],
+                    betas=(0.9, 0.95), fused=args.fused)
+        data_rng = np.random.default_rng(settings["seed"])
+        step, path = 0, os.path.join(args.out, CHECKPOINT)
+        if ckpt:
+            step = resume_training(ckpt, task, model, opt, data_rng)
+            print(f"resumed from {path} at step {step}" + (
+                f"; --steps {settings['steps']} is already reached" if step >= settings["steps"] else ""))
+        elif world.rank == 0 and os.path.exists(path):
+            os.replace(path, path.replace(".npz", "-previous.npz"))
+            print(f"note: the earlier {path} was kept as {CHECKPOINT.replace('.npz', '-previous.npz')}")
+        world.broadcast([p.data for p in model.parameters()])  # every rank starts from rank 0's weights
+        if world.rank:
+            mg.manual_seed(settings["seed"] + world.rank)  # but draws dropout masks of its own
+        per_rank = settings["batch_size"] // world.size
+        print(f"task {task.name}: {TASKS[task.name]}")
+        c = model.config
+        print(f"model: {model.num_parameters():,} parameters, width {c.n_embd}, {c.n_head} heads, "
+              f"{c.n_layer} layers; {settings['steps']} steps of {settings['batch_size']} sequences on "
+              f"{args.device}" + (f", {per_rank} on each of {world.size} ranks" if world.size > 1 else ""))
+        stop = StopRequest()
+        bar = tqdm(total=settings["steps"], initial=step, disable=None if world.rank == 0 else True, unit="step",
+                   dynamic_ncols=True)
+        run = Run(args, settings, task, split(task, seed=HELDOUT_SEED), model, opt, data_rng, step, world, stop, bar,
+                  path, saved_step=step if args.resume else None,
+                  rows=slice(world.rank * per_rank, (world.rank + 1) * per_rank))
+        # a diverging run overflows inside NumPy; the loop notices the non-finite loss itself and says so in one line
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"), mg.fused(args.fused):
+                return loop(run)
+        finally:
+            bar.close()
+            stop.restore()
+
+
+@contextmanager
+def writing_into(out: str) -> Iterator[None]:
+    """Create the folder --out and hold it, so that two runs never interleave checkpoints there: flock() on
+    --out/train.lock, which holds the pid of the run. The kernel releases it when the process ends, however it
+    ends, so a killed run's file never blocks. Where there is no fcntl (Windows), it says so and does without."""
+    try:
+        os.makedirs(out, exist_ok=True)
+        fd = os.open(os.path.join(out, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise UsageError(f"--out {out} cannot be created or written: {err.strerror}") from None
+    try:
+        if fcntl is None:
+            print(f"note: no folder lock on this system (no fcntl): make sure no other train.py writes into {out}")
+        else:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                raise UsageError(f"--out {out} is in use by another train.py (pid {pid}); wait for it to end, "
+                                 "or choose another --out") from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+class StopRequest:
+    """Ctrl-C or SIGTERM sets a flag; the loop saves at the end of the step. A second Ctrl-C stops at once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.previous = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def restore(self) -> None:
+        for s, handler in self.previous.items():
+            signal.signal(s, handler)
+
+
+def check_memory(config: Any, settings: dict[str, Any], seq_len: int, device: str) -> None:
+    """Refuse a model or batch that cannot fit, before allocating anything: every parameter kept four times (weights,
+    gradients, AdamW's m and v), and about 20 (B, T, C) and 3 (B, nh, T, T) arrays per layer and 3 (B, T, vocab) for
+    backward, within about 10% of the peaks benchmarks/bench.py measures."""
+    C, L, nh, V = config.n_embd, config.n_layer, config.n_head, config.vocab_size
+    B, T = settings["batch_size"], seq_len
+    params = (V + config.block_size) * C + L * (12 * C * C + 13 * C) + 2 * C
+    activations = B * T * (L * (20 * C + 3 * nh * T) + 3 * V)
+    need = np.dtype(settings["dtype"]).itemsize * (4 * params + activations)
+    free = available_memory(device)
+    if need > free:
+        raise UsageError(f"this run needs about {need / 2**30:,.1f} GiB ({params:,} parameters, kept 4 times, and "
+                         f"the activations of {B} x {T} tokens), more than the {free / 2**30:,.1f} GiB available on "
+                         f"{device}: choose a smaller --preset, --n-embd, --n-layer, --block-size or --batch-size")
+
+
+def available_memory(device: str) -> int:
+    """Bytes this run may use: the GPU's free memory, or Linux's MemAvailable (elsewhere, all of the RAM)."""
+    if device == "cuda":
+        return backend.module_for("cuda").cuda.runtime.memGetInfo()[0]
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

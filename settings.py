@@ -1,0 +1,138 @@
+"""A run's settings, as train.py, explain.py and sample.py share them: the defaults, model presets and
+architectures, their checks, the task and model they build, and UsageError / run_cli, which end a bad one in
+one line on stderr.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import minigrad as mg
+from minigrad import backend, nn
+from models import GPT, GPTConfig, Llama, LlamaConfig
+from tasks import TASKS, Task, make_task, split
+
+ARCHITECTURES = {  # --arch: model class and config class. A config takes vocab_size, block_size, n_layer,
+    "gpt": (GPT, GPTConfig),  # n_head, n_embd and dropout; the model has forward, generate, trace_attention
+    "llama": (Llama, LlamaConfig),  # RMSNorm, rotary position embeddings, SwiGLU: models/llama.py
+}
+PRESETS = {  # model sizes: n_embd, n_head, n_layer
+    "tiny": {"n_embd": 64, "n_head": 4, "n_layer": 2},
+    "small": {"n_embd": 128, "n_head": 4, "n_layer": 4},
+    "medium": {"n_embd": 256, "n_head": 8, "n_layer": 4},
+}
+DEFAULTS = {  # a run's settings, as `python train.py` runs them; flags override, --resume restores the saved ones
+    "arch": "gpt", "task": "sentences", "data": None, "preset": "tiny", "n_embd": None, "n_head": None,
+    "n_layer": None, "block_size": None, "dropout": 0.0, "steps": 300, "batch_size": 32, "lr": 3e-3, "warmup": 20,
+    "weight_decay": 0.1, "grad_clip": 1.0, "seed": 1337, "eval_interval": 100, "checkpoint_interval": 100,
+    "dtype": "float32",
+}
+DTYPES = ("float32", "float64")
+MODEL_KEYS = ("arch", "task", "data", "preset", "n_embd", "n_head", "n_layer", "block_size", "dtype")  # fixed on resume
+CHECKPOINT = "ckpt.npz"
+HELDOUT_SEED = 0  # the held-out examples do not change with --seed, so runs compare on the same ones
+
+
+class UsageError(Exception):
+    """A bad argument or setup: reported in one line, exit status 2."""
+
+
+class RunFailed(Exception):
+    """The run cannot go on (its loss diverged, its checkpoint cannot be written): one line, exit status 1."""
+
+
+def run_cli(main: Callable[[list[str]], int], argv: Sequence[str], prog: str) -> int:
+    """Run a command's main(argv) and end each failure it can foresee in one line on stderr."""
+    try:
+        return main(list(argv))
+    except (UsageError, RunFailed) as err:
+        print(f"{prog}: error: {err}", file=sys.stderr)
+        return 2 if isinstance(err, UsageError) else 1
+    except MemoryError as err:
+        print(f"{prog}: error: out of memory ({err}); try a smaller model or --batch-size", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # a second Ctrl-C during training, or one before it starts
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # whoever read our output has gone (`| head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the flush at exit fails no more
+        return 1
+
+
+# ---- settings -> task and model ----
+
+def flag(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def check_settings(settings: dict[str, Any]) -> None:
+    """Refuse any setting that cannot work, naming its flag, before anything is built or written.
+    (Model sizes and dropout are checked by the model's config, the task and --data by make_task.)"""
+    for key, choices in (("arch", ARCHITECTURES), ("task", TASKS), ("preset", PRESETS),
+                         ("dtype", DTYPES)):
+        if settings[key] not in choices:
+            raise UsageError(f"{flag(key)} {settings[key]!r} is not one of {', '.join(choices)}")
+    for key in ("steps", "batch_size", "eval_interval", "checkpoint_interval"):
+        if settings[key] <= 0:
+            raise UsageError(f"{flag(key)} must be positive, got {settings[key]}")
+    for key in ("warmup", "seed"):
+        if settings[key] < 0:
+            raise UsageError(f"{flag(key)} must be 0 or more, got {settings[key]}")
+    for key in ("lr", "grad_clip"):  # NaN passes `lr <= 0`: ask for what works instead
+        if not (math.isfinite(settings[key]) and settings[key] > 0):
+            raise UsageError(f"{flag(key)} must be a finite number above 0, got {settings[key]}")
+    if not (math.isfinite(settings["weight_decay"]) and settings["weight_decay"] >= 0):
+        raise UsageError(f"--weight-decay must be a finite number, 0 or more, got {settings['weight_decay']}")
+
+
+def build_task(settings: dict[str, Any]) -> Task:
+    try:
+        return make_task(settings["task"], data=settings["data"])
+    except (ValueError, FileNotFoundError) as err:
+        raise UsageError(str(err)) from None
+
+
+def model_config(settings: dict[str, Any], task: Task) -> Any:
+    """The config of settings["arch"] for this task: sizes from the preset, overridden by the flags given."""
+    needed = task.seq_len - 1  # the model reads all tokens but the last
+    block_size = needed if settings["block_size"] is None else settings["block_size"]
+    if block_size < needed:
+        raise UsageError(f"--block-size {block_size} is too small for task {task.name!r}, "
+                         f"whose sequences need {needed}")
+    preset = PRESETS[settings["preset"]]
+    sizes = {k: preset[k] if settings[k] is None else settings[k] for k in ("n_embd", "n_head", "n_layer")}
+    _, config_class = ARCHITECTURES[settings["arch"]]
+    try:
+        return config_class(vocab_size=len(task.vocab), block_size=block_size, dropout=settings["dropout"], **sizes)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def check_device(device: str) -> None:
+    try:
+        backend.check_device(device)
+    except (ValueError, RuntimeError) as err:
+        raise UsageError(str(err)) from None
+
+
+def build_model(settings: dict[str, Any], config: Any, device: str) -> nn.Module:
+    """A freshly initialised model of settings["arch"] (seeded by settings["seed"]) in settings["dtype"] on `device`."""
+    check_device(device)
+    model_class, _ = ARCHITECTURES[settings["arch"]]
+    mg.manual_seed(settings["seed"])
+    return model_class(config).to(settings["dtype"]).to(device)
+
+
+def prompt_ids(task: Task, prompt: str | None) -> list[int]:
+    """A --prompt as the task's token ids (space-separated tokens, or characters for the text task); a
+    token outside the vocabulary is refused, by name. None: the prompt of the first held-out example."""
+    if prompt is None:
+        return task.split_prompt(split(task, seed=HELDOUT_SEED).heldout[0][0])[0]
+    try:
+        return task.encode(prompt)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
