@@ -14,12 +14,12 @@
 #                     that cannot run fails
 #                     (tests meant for machines without a GPU still skip, and are listed)
 #   gradcheck    35s  python -m minigrad.gradcheck_cases --device cuda: every backward pass, float64
-#   curves       45s  scripts/compare_curves.py: 50 steps on the CPU and the GPU from the same seed give
+#   curves       45s  python -m scripts.compare_curves: 50 steps on the CPU and the GPU from the same seed give
 #                     the same curves, in float32 and in float64
 #   resume       45s  train.py --device cuda --dropout 0.1: 20 steps, then --resume up to 40, with
 #                     samples and the attention explanation
 #   explain      20s  train.py explain --device cuda on that checkpoint
-#   bench       100s  benchmarks/bench.py --device cuda --pairs 1: minigrad against PyTorch (and its SDPA)
+#   bench       100s  python -m benchmarks.bench --device cuda --pairs 1: minigrad (plain and fused) against PyTorch
 #                     on the same GPU, each measurement in a fresh process, for `small` and GPT-2 small's shape
 #
 # The limits add up to 460 s (plus 2 s of grace each): under 8 minutes on an H200, CuPy's kernel
@@ -107,7 +107,7 @@ check_explain() {
 }
 
 check_bench() {
-    "$PYTHON" benchmarks/bench.py --device cuda --configs small gpt2 --steps 10 --pairs 1 --json "$out/bench.json"
+    "$PYTHON" -m benchmarks.bench --device cuda --configs small gpt2 --steps 10 --pairs 1 --json "$out/bench.json"
 }
 
 export -f check_env check_tests check_gradcheck check_curves check_resume check_explain check_bench
