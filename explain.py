@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import argparse
 import functools
-import math
 import os
 import sys
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ import numpy as np
 import minigrad as mg
 from checkpoint import load_checkpoint, restore
 from minigrad import backend, nn
+from minigrad import functional as F
 from settings import CHECKPOINT, HELDOUT_SEED, UsageError, prompt_ids, run_cli
 from tasks import Task, split
 
@@ -66,13 +67,57 @@ def trace_attention(model: nn.Module, ids: Sequence[int]) -> list[dict[str, mg.T
     return trace
 
 
+@dataclass
+class Steps:
+    """Every layer's and head's four steps of attention for one token sequence, in float64, and which position,
+    layer and head explain shows, with why: what the text table, the heatmap and the explain page all read."""
+
+    tokens: list[str]  # the T token strings
+    text: str  # the sequence as its task writes it
+    scores: np.ndarray  # (L, nh, T, T) step 1: q_i . k_j / sqrt(d_k), before the mask, as the model computed it
+    kept: np.ndarray  # (T, T) bool, step 2: True where query i may look at key j (the causal mask adds 0)
+    weights: np.ndarray  # (L, nh, T, T) step 3: the softmax of the masked scores, as the model computed it
+    shares: np.ndarray  # (L, nh, T, T) step 4: key j's part of query i's output b_i (0 where masked)
+    q: np.ndarray  # (L, nh, T, d_k) the queries; with grouped-query attention the shared k heads come repeated
+    k: np.ndarray  # (L, nh, T, d_k) the keys
+    products: np.ndarray  # (L, nh, T, T, d_k) q_i * k_j elementwise: they add up to q_i . k_j (the neuron view)
+    query: int  # the position explained
+    why_query: str
+    heads: list[tuple[int, int, str]]  # for each query position: (layer, head, why) that explain picks for it
+
+    @property
+    def labels(self) -> list[str]:
+        """The tokens as a reader sees them: a space or a newline of the text task as its repr."""
+        return [token if token.strip() else repr(token) for token in self.tokens]
+
+
+def attention_steps(model: nn.Module, task: Task, ids: Sequence[int], layer: int | None = None,
+                    head: int | None = None, query: int | None = None) -> Steps:
+    """Steps of the token sequence `ids` from the model's trace, with explain's choice of query position (--query,
+    else choose_query) and, for every position, of layer and head (--layer/--head, else choose_head)."""
+    ids = [int(i) for i in ids]
+    traces = trace_attention(model, ids)
+    scores, weights, q, k, v = (np.stack([trace[name].numpy()[0] for trace in traces]).astype(np.float64)
+                                for name in ("scores", "weights", "q", "k", "v"))  # (L, nh, T, T) or (L, nh, T, d_k)
+    n_layer, n_head, T = weights.shape[:3]
+    for name, value, limit in (("--layer", layer, n_layer), ("--head", head, n_head), ("--query", query, T)):
+        if value is not None and not 0 <= value < limit:
+            raise UsageError(f"{name} {value} is out of range: this model/prompt has 0 to {limit - 1}")
+    query, why_query = choose_query(task, ids, query)
+    return Steps(tokens=[task.vocab[i] for i in ids], text=task.decode(ids), scores=scores,
+                 kept=F.causal_mask(T).numpy() == 0, weights=weights,
+                 shares=shares(weights, v[:, :, None]),  # each query's row: v (L, nh, 1, T, d_k) for every row
+                 q=q, k=k, products=q[:, :, :, None, :] * k[:, :, None, :, :], query=query, why_query=why_query,
+                 heads=[choose_head(weights, i, layer, head) for i in range(T)])
+
+
 def shares(w: np.ndarray, v: np.ndarray) -> np.ndarray:
     """share_j = w_j |v_j| / sum_i w_i |v_i|: the part of the output b = sum_j w_j v_j that position j
-    contributes, by size. With weights w (T,) >= 0 and values v (T, d_k) each share is in [0, 1] and they add up to
-    1 (all 0 if every w_j v_j is zero)."""
-    contribution = w * np.linalg.norm(v, axis=-1)  # |w_j v_j|
-    total = contribution.sum()
-    return contribution / total if total > 0 else contribution
+    contributes, by size. With weights w (..., T) >= 0 and values v (..., T, d_k) each share is in [0, 1] and
+    they add up to 1 (all 0 if every w_j v_j is zero)."""
+    contribution = w * np.linalg.norm(v, axis=-1)  # |w_j v_j|, (..., T)
+    total = contribution.sum(axis=-1, keepdims=True)
+    return np.divide(contribution, total, out=np.zeros_like(contribution), where=total > 0)
 
 
 def choose_query(task: Task, ids: Sequence[int], query: int | None) -> tuple[int, str]:
@@ -104,42 +149,36 @@ def choose_head(weights: list[np.ndarray], query: int, layer: int | None, head: 
 
 
 def explain_example(model: nn.Module, task: Task, ids: Sequence[int], layer: int | None = None, head: int | None = None,
-                    query: int | None = None) -> None:
+                    query: int | None = None) -> Steps:
     """Print the four steps for one layer, head and query position of the token sequence `ids`, and why
-    those were chosen."""
-    ids = [int(i) for i in ids]
-    traces = trace_attention(model, ids)
-    n_layer, n_head, T = len(traces), model.config.n_head, len(ids)
-    for name, value, limit in (("--layer", layer, n_layer), ("--head", head, n_head), ("--query", query, T)):
-        if value is not None and not 0 <= value < limit:
-            raise UsageError(f"{name} {value} is out of range: this model/prompt has 0 to {limit - 1}")
-    query, why_query = choose_query(task, ids, query)
-    weights = [trace["weights"].numpy()[0].astype(np.float64) for trace in traces]  # each (nh, T, T)
-    layer, head, why_head = choose_head(weights, query, layer, head)
-    q, k, v = (traces[layer][name].numpy()[0][head].astype(np.float64) for name in ("q", "k", "v"))  # (T, d_k)
-    d_k = q.shape[-1]
-    tokens = [task.vocab[i] for i in ids]
+    those were chosen; return every head's steps (attention_steps), which the table was read from."""
+    steps = attention_steps(model, task, ids, layer, head, query)
+    print(table(steps))
+    return steps
 
-    scores = k @ q[query] / math.sqrt(d_k)  # step 1: q . k_j / sqrt(d_k), (T,)
-    w = weights[layer][head, query]  # step 3, as the model computed it
-    share = shares(w[:query + 1], v[:query + 1])  # step 4, position j's part of b = sum_j w_j v_j
 
-    print(f"\nAttention in layer {layer}, head {head}, for position {query} ({tokens[query]}) "
-          f"of {task.decode(ids)!r}; d_k = {d_k}:")
-    print(f"  why position {query}: {why_query}\n"
-          f"  why head {head} of layer {layer}: {why_head}\n"
-          "  step 1  score_j = q . k_j / sqrt(d_k): how well position j's key matches this query\n"
-          "  step 2  causal mask: positions after the query are set to -inf (the model may not look ahead)\n"
-          "  step 3  softmax over the row: weights in [0, 1] that add up to 1\n"
-          "  step 4  output b = sum_j weight_j v_j, the weighted sum of the value vectors v_j;\n"
-          "          share_j = weight_j |v_j| / sum_i weight_i |v_i|: position j's part of b, from 0 to 100%")
-    print(f"  {'pos':>3}  {_pad('token', 8)} {'1 score':>9}  {'2 mask':<8} {'3 weight':>8}  {'4 share':>8}")
-    for j in range(T):
-        masked = j > query
-        print(f"  {j:>3}  {_pad(tokens[j], 8)} {scores[j]:>9.3f}  {'-inf' if masked else 'kept':<8} "
-              f"{w[j]:>8.1%}  {'' if masked else f'{share[j]:>8.1%}'}".rstrip())
-    terms = " + ".join(f"{w[j]:.2f}·v{j}" for j in range(query + 1))
-    print(f"  b{query} = {terms}")
+def table(steps: Steps) -> str:
+    """The text walkthrough of steps.query in the layer and head explain picks for it."""
+    i, tokens = steps.query, steps.tokens
+    layer, head, why_head = steps.heads[i]
+    scores, w, share = (a[layer, head, i] for a in (steps.scores, steps.weights, steps.shares))  # each (T,)
+    lines = [f"\nAttention in layer {layer}, head {head}, for position {i} ({tokens[i]}) "
+             f"of {steps.text!r}; d_k = {steps.q.shape[-1]}:",
+             f"  why position {i}: {steps.why_query}",
+             f"  why head {head} of layer {layer}: {why_head}",
+             "  step 1  score_j = q . k_j / sqrt(d_k): how well position j's key matches this query",
+             "  step 2  causal mask: positions after the query are set to -inf (the model may not look ahead)",
+             "  step 3  softmax over the row: weights in [0, 1] that add up to 1",
+             "  step 4  output b = sum_j weight_j v_j, the weighted sum of the value vectors v_j;",
+             "          share_j = weight_j |v_j| / sum_i weight_i |v_i|: position j's part of b, from 0 to 100%",
+             f"  {'pos':>3}  {_pad('token', 8)} {'1 score':>9}  {'2 mask':<8} {'3 weight':>8}  {'4 share':>8}"]
+    for j in range(len(tokens)):
+        kept = steps.kept[i, j]
+        lines.append(f"  {j:>3}  {_pad(tokens[j], 8)} {scores[j]:>9.3f}  {'kept' if kept else '-inf':<8} "
+                     f"{w[j]:>8.1%}  {f'{share[j]:>8.1%}' if kept else ''}".rstrip())
+    terms = " + ".join(f"{w[j]:.2f}·v{j}" for j in range(len(tokens)) if steps.kept[i, j])
+    lines.append(f"  b{i} = {terms}")
+    return "\n".join(lines)
 
 
 def _pad(text: str, width: int) -> str:
@@ -170,18 +209,14 @@ def attention_figure(model: nn.Module, task: Task, ids: Sequence[int]) -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ids = [int(i) for i in ids]
-    traces = trace_attention(model, ids)
-    n_layer, n_head = len(traces), model.config.n_head
-    tokens = [task.vocab[i] for i in ids]
-    font = label_font("".join(tokens))
-    shown = [token if token.strip() else repr(token) for token in tokens]  # a space or newline of the text task
-    labels = [f"{j} {token}" if font else str(j) for j, token in enumerate(shown)]
+    steps = attention_steps(model, task, ids)
+    n_layer, n_head = steps.weights.shape[:2]
+    font = label_font("".join(steps.tokens))
+    labels = [f"{j} {token}" if font else str(j) for j, token in enumerate(steps.labels)]
     side = max(2.3, 0.14 * len(ids))  # inches per heatmap: room for every token's label
     fig, axes = plt.subplots(n_layer, n_head, sharex=True, sharey=True, squeeze=False,
                              figsize=(side * n_head + 1.6, side * n_layer + 1.4), layout="constrained")
-    for layer, trace in enumerate(traces):
-        weights = trace["weights"].numpy()[0]  # (nh, T, T)
+    for layer, weights in enumerate(steps.weights):  # each (nh, T, T)
         for head, ax in enumerate(axes[layer]):
             image = ax.imshow(weights[head], vmin=0, vmax=1, cmap="viridis")
             ax.set_title(f"layer {layer}, head {head}", fontsize=9)
@@ -192,7 +227,7 @@ def attention_figure(model: nn.Module, task: Task, ids: Sequence[int]) -> Any:
     for ax in axes[-1]:
         ax.set_xlabel("key: position looked at", fontsize=8)
     fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight (each row adds up to 1)")
-    sentence = task.decode(ids) if font else f"{len(ids)} tokens"
+    sentence = steps.text if font else f"{len(ids)} tokens"
     fig.suptitle(f"Attention weights of every head for {sentence!r}\n(above the diagonal: masked, a query may "
                  "not look ahead)", fontsize=10, fontfamily=font)
     return fig
