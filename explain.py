@@ -10,14 +10,16 @@ import functools
 import os
 import sys
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import minigrad as mg
 from checkpoint import load_checkpoint, restore
+from explain_page import page_html
 from minigrad import backend, nn
 from minigrad import functional as F
 from settings import CHECKPOINT, HELDOUT_SEED, UsageError, prompt_ids, run_cli
@@ -38,18 +40,24 @@ def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
                                              "such as 被 in the sentences task, else the last)")
     p.add_argument("--device", choices=list(backend.DEVICES), default="cpu")
     p.add_argument("--png", metavar="FILE", help="also draw every head's attention weights (needs matplotlib)")
+    p.add_argument("--html", metavar="FILE", help="also write a page to explore every head's steps in a browser "
+                                                  "(one self-contained HTML file)")
     args = p.parse_args(argv)
     if args.png:
         check_png(args.png)
+    if args.html:
+        check_output("--html", args.html, "attention.html")
 
     task, model = restore(load_checkpoint(args.out), args.device)
     model.eval()
     ids = default_ids(task) if args.prompt is None else prompt_ids(task, args.prompt)
     if not 1 <= len(ids) <= model.config.block_size:
         raise UsageError(f"--prompt has {len(ids)} tokens; this model takes 1 to {model.config.block_size}")
-    explain_example(model, task, ids, args.layer, args.head, args.query)
+    steps = explain_example(model, task, ids, args.layer, args.head, args.query)
     if args.png:
         draw_attention(model, task, ids, args.png)
+    if args.html:
+        write_page(steps, args.html)
     return 0
 
 
@@ -193,11 +201,36 @@ def check_png(path: str) -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise UsageError("--png needs matplotlib: pip install -e '.[plot]'") from None
+    check_output("--png", path, "attention.png")
+
+
+def check_output(flag: str, path: str, example: str) -> None:
+    """Before any work: the file of `flag` must be a file name in a folder that exists."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise UsageError(f"--png {path}: the folder {folder} does not exist")
+        raise UsageError(f"{flag} {path}: the folder {folder} does not exist")
     if os.path.isdir(path):
-        raise UsageError(f"--png {path} is a folder; give a file name such as {os.path.join(path, 'attention.png')}")
+        raise UsageError(f"{flag} {path} is a folder; give a file name such as {os.path.join(path, example)}")
+
+
+def write_atomically(path: str, flag: str, write: Callable[[str], object]) -> None:
+    """write(tmp) fills a temporary file beside `path`, which then replaces `path`: the file is whole or not
+    there. A failure to write is a UsageError naming `flag`, and leaves no temporary file."""
+    tmp = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except OSError as err:
+        raise UsageError(f"cannot write {flag} {path}: {err}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_page(steps: Steps, path: str) -> None:
+    """The explain page of `steps` (explain_page.page_html) written to `path`, atomically."""
+    write_atomically(path, "--html", lambda tmp: Path(tmp).write_text(page_html(steps), encoding="utf-8"))
+    print(f"wrote {path}: open it in a browser")
 
 
 def attention_figure(model: nn.Module, task: Task, ids: Sequence[int]) -> Any:
@@ -260,16 +293,10 @@ def draw_attention(model: nn.Module, task: Task, ids: Sequence[int], path: str) 
     import matplotlib.pyplot as plt
 
     fig = attention_figure(model, task, ids)
-    tmp = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.{os.getpid()}.tmp")
     try:
-        fig.savefig(tmp, format="png", dpi=120)
-        os.replace(tmp, path)  # atomic: the file is whole or not there
-    except OSError as err:
-        raise UsageError(f"cannot write --png {path}: {err}") from None
+        write_atomically(path, "--png", lambda tmp: fig.savefig(tmp, format="png", dpi=120))
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     tokens = "".join(task.vocab[i] for i in ids)
     print(f"wrote {path}" + ("" if label_font(tokens) else " (tokens labelled by position: no installed font has "
                                                           "their characters; install one such as Noto Sans CJK)"))

@@ -191,6 +191,33 @@ def test_explain_png_into_a_missing_folder_or_a_folder(tmp_path, capsys):
     assert sorted(os.listdir(tmp_path)) == files
 
 
+def test_explain_html_into_a_missing_folder_or_a_folder(tmp_path, capsys):
+    assert run_main(capsys, "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
+    files = sorted(os.listdir(tmp_path))
+    code, out, err = run_main(capsys, "explain", "--out", str(tmp_path), "--html", str(tmp_path / "no" / "a.html"))
+    assert code == 2 and "--html" in one_line(err) and "does not exist" in err and out == ""
+    code, out, err = run_main(capsys, "explain", "--out", str(tmp_path), "--html", str(tmp_path))
+    assert code == 2 and "is a folder" in one_line(err) and "attention.html" in err and out == ""
+    assert sorted(os.listdir(tmp_path)) == files
+
+
+def test_explain_html_that_fails_to_write_leaves_no_file(tmp_path, capsys, monkeypatch):
+    assert run_main(capsys, "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
+    page = tmp_path / "a.html"
+    page.write_text("the page of an earlier run", encoding="utf-8")
+    files = sorted(os.listdir(tmp_path))
+
+    def half_written(self, text, **kwargs):
+        open(self, "w", encoding="utf-8").write(text[:100])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", half_written)
+    code, _, err = run_main(capsys, "explain", "--out", str(tmp_path), "--html", str(page))
+    assert code == 2 and "cannot write --html" in one_line(err) and "No space left" in err
+    assert sorted(os.listdir(tmp_path)) == files  # no temporary file
+    assert page.read_text(encoding="utf-8") == "the page of an earlier run"  # the old page, whole
+
+
 def test_explain_png_that_fails_to_write_leaves_no_file(tmp_path, capsys, monkeypatch):
     pytest.importorskip("matplotlib", reason="the heatmap needs matplotlib (pip install -e '.[plot]')")
     from matplotlib.figure import Figure

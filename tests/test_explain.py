@@ -18,6 +18,7 @@ import minigrad as mg
 import train
 from explain import (
     attention_figure,
+    attention_steps,
     choose_head,
     choose_query,
     default_ids,
@@ -25,8 +26,8 @@ from explain import (
     shares,
     trace_attention,
 )
-from models import GPT, GPTConfig
-from settings import HELDOUT_SEED
+from models import GPT, GPTConfig, Llama, LlamaConfig
+from settings import HELDOUT_SEED, UsageError
 from tasks import make_task, split
 
 SMALL = ["--n-embd", "16", "--n-head", "2", "--n-layer", "2", "--batch-size", "16", "--samples", "0",
@@ -119,6 +120,54 @@ def test_the_printed_head_is_the_one_that_reaches_furthest_back(capsys):
     assert reach[layer, head] == reach.max()
     assert f"why head {head} of layer {layer}: of all 4 heads, the one that reaches furthest back from position 5: " \
            f"sum_j weight_j (5 - j) = {reach.max():.2f}" in out
+
+
+# ---- one set of numbers: the table reads attention_steps ----
+
+def test_the_table_prints_the_numbers_of_attention_steps(capsys):
+    task = make_task("sentences")
+    model = tiny_model(task, seed=1)
+    ids = task.encode("我 吃 蘋果 ， 蘋果 被 我 吃")
+    steps = attention_steps(model, task, ids, layer=1, head=0, query=4)
+    assert explain_example(model, task, ids, layer=1, head=0, query=4).heads == steps.heads
+    rows = ROW.findall(capsys.readouterr().out)
+    assert [int(r[0]) for r in rows] == list(range(len(ids)))
+    for j, score, mask, weight, share in rows:
+        j = int(j)
+        assert score == f"{steps.scores[1, 0, 4, j]:.3f}" and mask == ("kept" if j <= 4 else "-inf")
+        assert weight == f"{100 * steps.weights[1, 0, 4, j]:.1f}"
+        assert share == (f"{100 * steps.shares[1, 0, 4, j]:.1f}" if j <= 4 else "")
+
+
+@pytest.mark.parametrize("arch", ["gpt", "llama-gqa"])
+def test_steps_are_the_model_s_own_numbers(arch):
+    task = make_task("sentences")
+    mg.manual_seed(2)
+    sizes = dict(vocab_size=len(task.vocab), block_size=task.seq_len - 1, n_layer=2, n_head=4, n_embd=16)
+    model = GPT(GPTConfig(**sizes)) if arch == "gpt" else Llama(LlamaConfig(**sizes, n_kv_head=2))
+    ids = task.encode("我 吃 蘋果 ， 蘋果 被 我")
+    steps, traces = attention_steps(model, task, ids), trace_attention(model, ids)
+    T, d_k = len(ids), 4
+    assert steps.scores.shape == steps.weights.shape == steps.shares.shape == (2, 4, T, T)
+    assert steps.products.shape == (2, 4, T, T, d_k) and steps.query == 5 and len(steps.heads) == T
+    for layer, trace in enumerate(traces):
+        np.testing.assert_array_equal(steps.scores[layer], trace["scores"].numpy()[0])  # step 1, before the mask
+        np.testing.assert_array_equal(steps.weights[layer], trace["weights"].numpy()[0])
+    np.testing.assert_array_equal(steps.kept, np.tril(np.ones((T, T), dtype=bool)))
+    assert (steps.weights[..., ~steps.kept] == 0).all() and (steps.shares[..., ~steps.kept] == 0).all()
+    np.testing.assert_allclose(steps.shares.sum(-1), 1, rtol=1e-12)
+    # the neuron view's products add up to the score the model computed in float32
+    np.testing.assert_allclose(steps.products.sum(-1) / np.sqrt(d_k), steps.scores, rtol=1e-5, atol=1e-6)
+    layer, head, why = steps.heads[steps.query]
+    assert (layer, head, why) == choose_head(list(steps.weights), steps.query, None, None)
+
+
+def test_steps_refuse_a_layer_head_or_query_out_of_range():
+    task = make_task("sort")
+    model, ids = tiny_model(task), task.encode("3 1 4 1 5 9 =")
+    for flag, kwargs in (("--layer 2", {"layer": 2}), ("--head -1", {"head": -1}), ("--query 7", {"query": 7})):
+        with pytest.raises(UsageError, match=f"{flag} is out of range: this model/prompt has 0 to "):
+            attention_steps(model, task, ids, **kwargs)
 
 
 # ---- the legend and 'share' ----
