@@ -40,22 +40,24 @@ class KVCache:
 class MultiHeadSelfAttention(nn.Module):
     """n_kv_heads: key/value heads, each shared by n_heads // n_kv_heads query heads (grouped-query attention,
     as in LLaMA 2 and 3); None: one per query head. rotary: None, or a function (q or k (B, heads, T, hs),
-    position of its first token) -> the same shape, applied after the head split (models/llama.py's RoPE)."""
+    position of its first token) -> the same shape, applied after the head split (models/llama.py's RoPE).
+    head_size: hs; None: d_model // n_heads (a checkpoint's head_dim may differ)."""
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
-                 rotary: Callable[[Tensor, int], Tensor] | None = None, n_kv_heads: int | None = None) -> None:
+                 rotary: Callable[[Tensor, int], Tensor] | None = None, n_kv_heads: int | None = None,
+                 head_size: int | None = None) -> None:
         super().__init__()
         n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        if d_model % n_heads:
+        if head_size is None and d_model % n_heads:
             raise ValueError(f"MultiHeadSelfAttention: d_model={d_model} is not divisible by n_heads={n_heads}")
         if n_kv_heads < 1 or n_heads % n_kv_heads:
             raise ValueError(f"MultiHeadSelfAttention: n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}")
         self.n_heads, self.n_kv_heads = n_heads, n_kv_heads
-        hs = d_model // n_heads
+        self.head_size = hs = d_model // n_heads if head_size is None else head_size
         self.q_proj = nn.Linear(d_model, n_heads * hs, bias)  # W_Q of every head, side by side
         self.k_proj = nn.Linear(d_model, n_kv_heads * hs, bias)  # W_K
         self.v_proj = nn.Linear(d_model, n_kv_heads * hs, bias)  # W_V
-        self.proj = nn.Linear(d_model, d_model, bias)  # mixes the heads' outputs back into C channels
+        self.proj = nn.Linear(n_heads * hs, d_model, bias)  # mixes the heads' outputs back into C channels
         self.attn_dropout = nn.Dropout(dropout)
         self.resid_dropout = nn.Dropout(dropout)
         self.rotary = rotary
@@ -64,7 +66,7 @@ class MultiHeadSelfAttention(nn.Module):
         """x (B, T, C) -> (B, T, C). With a cache, x continues the positions cached before; a trace list gets this
         layer's steps appended, as graph tensors (see trace_attention in models/gpt.py)."""
         B, T, C = x.shape
-        nh, n_kv, hs = self.n_heads, self.n_kv_heads, C // self.n_heads
+        nh, n_kv, hs = self.n_heads, self.n_kv_heads, self.head_size
 
         # Q, K, V are plain projections of x, each one matrix for all heads at once
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # (B, T, nh*hs), (B, T, n_kv*hs) twice
@@ -96,7 +98,7 @@ class MultiHeadSelfAttention(nn.Module):
         out = self.attn_dropout(weights) @ v  # (B, nh, T, hs)
 
         # merge the heads back side by side, then the output projection
-        out = out.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
+        out = out.transpose(1, 2).reshape(B, T, nh * hs)  # (B, T, nh*hs), which is C unless head_size says otherwise
         if trace is not None:
             trace.append({"q": q, "k": k, "v": v, "scores": scores, "weights": weights, "out": out})
         return self.resid_dropout(self.proj(out))  # (B, T, C)

@@ -47,30 +47,49 @@ class DecoderConfig:
 @dataclass
 class GPTConfig(DecoderConfig):  # vocab_size, block_size, n_layer, n_head, n_embd, dropout; and:
     bias: bool = True  # biases in Linear and LayerNorm layers
+    layer_norm_eps: float = 1e-5  # added to the variance in LayerNorm
+    n_inner: int | None = None  # the MLP's hidden width; None: 4 * n_embd
+    gelu: str = "tanh"  # the MLP's GELU: "tanh", GPT-2's approximation ("gelu_new"), or "none", the exact erf form
+    tie_word_embeddings: bool = True  # the head is the token embedding (one parameter); False: a separate lm_head
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.n_inner is not None and not (isinstance(self.n_inner, int) and self.n_inner > 0):
+            raise ValueError(f"GPTConfig: n_inner must be a positive integer or None, got {self.n_inner!r}")
+        if self.gelu not in ("tanh", "none"):
+            raise ValueError(f"GPTConfig: gelu must be 'tanh' or 'none', got {self.gelu!r}")
+        if not (math.isfinite(self.layer_norm_eps) and self.layer_norm_eps > 0):
+            raise ValueError(f"GPTConfig: layer_norm_eps must be a finite number above 0, got {self.layer_norm_eps}")
 
 
 class MLP(nn.Module):
-    """The feed-forward network applied to each position on its own: C -> 4C, GELU, 4C -> C."""
+    """The feed-forward network applied to each position on its own: C -> 4C (or `hidden`), GELU, back to C.
+    gelu: F.gelu's `approximate`, "tanh" (GPT-2's) or "none"."""
 
-    def __init__(self, d_model: int, dropout: float = 0.0, bias: bool = True) -> None:
+    def __init__(self, d_model: int, dropout: float = 0.0, bias: bool = True, hidden: int | None = None,
+                 gelu: str = "tanh") -> None:
         super().__init__()
-        self.fc = nn.Linear(d_model, 4 * d_model, bias)
-        self.proj = nn.Linear(4 * d_model, d_model, bias)
+        hidden = 4 * d_model if hidden is None else hidden
+        self.fc = nn.Linear(d_model, hidden, bias)
+        self.proj = nn.Linear(hidden, d_model, bias)
         self.dropout = nn.Dropout(dropout)
+        self.gelu = gelu
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.dropout(self.proj(F.gelu(self.fc(x), approximate="tanh")))
+        return self.dropout(self.proj(F.gelu(self.fc(x), approximate=self.gelu)))
 
 
 class DecoderBlock(nn.Module):
-    """(B, T, C) -> (B, T, C), the shape it was given, which is why blocks stack."""
+    """(B, T, C) -> (B, T, C), the shape it was given, which is why blocks stack. eps: LayerNorm's; hidden and
+    gelu: the MLP's."""
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True, eps: float = 1e-5,
+                 hidden: int | None = None, gelu: str = "tanh") -> None:
         super().__init__()
-        self.ln_1 = nn.LayerNorm(d_model, bias=bias)
+        self.ln_1 = nn.LayerNorm(d_model, eps, bias=bias)
         self.attn = MultiHeadSelfAttention(d_model, n_heads, dropout, bias)
-        self.ln_2 = nn.LayerNorm(d_model, bias=bias)
-        self.mlp = MLP(d_model, dropout, bias)
+        self.ln_2 = nn.LayerNorm(d_model, eps, bias=bias)
+        self.mlp = MLP(d_model, dropout, bias, hidden, gelu)
 
     def forward(self, x: Tensor, cache: KVCache | None = None, trace: Trace | None = None) -> Tensor:
         x = x + self.attn(self.ln_1(x), cache, trace)  # tokens look at each other
@@ -79,8 +98,16 @@ class DecoderBlock(nn.Module):
 
 
 class DecoderModel(nn.Module):
-    """A decoder-only language model: a subclass sets `config`, `wte` and `blocks`, and defines
-    forward(idx, targets=None, *, caches=None, start=0, trace=None), which starts with `token_ids`."""
+    """A decoder-only language model: a subclass sets `config`, `wte`, `blocks` and `lm_head` (None: tied to wte),
+    and defines forward(idx, targets=None, *, caches=None, start=0, trace=None), which starts with `token_ids`
+    and ends with `head`."""
+
+    def head(self, x: Tensor, targets: Any) -> tuple[Tensor, Tensor | None]:
+        """x (B, T, C) after the final norm -> logits (B, T, vocab) and, given targets, the mean cross-entropy over
+        those that are not IGNORE_INDEX. A tied head reads the token embedding backwards: logits = x wte^T."""
+        logits = F.linear(x, self.wte.weight) if self.lm_head is None else self.lm_head(x)  # (B, T, vocab)
+        loss = None if targets is None else F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX)
+        return logits, loss
 
     def token_ids(self, idx: Any, caches: list[KVCache] | None, start: int) -> Any:
         """idx as a (B, T) integer array, checked with the caches. It stays where it came from: the token
@@ -154,10 +181,12 @@ class GPT(DecoderModel):
         self.wte = nn.Embedding(config.vocab_size, config.n_embd)  # token -> vector
         self.wpe = nn.Embedding(config.block_size, config.n_embd)  # position -> vector
         self.drop = nn.Dropout(config.dropout)
-        self.blocks = nn.ModuleList(
-            [DecoderBlock(config.n_embd, config.n_head, config.dropout, config.bias) for _ in range(config.n_layer)]
-        )
-        self.ln_f = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.blocks = nn.ModuleList([DecoderBlock(config.n_embd, config.n_head, config.dropout, config.bias,
+                                                  config.layer_norm_eps, config.n_inner, config.gelu)
+                                     for _ in range(config.n_layer)])
+        self.ln_f = nn.LayerNorm(config.n_embd, config.layer_norm_eps, bias=config.bias)
+        # the head shares the token embedding (GPT-2's tie), unless the config unties it
+        self.lm_head = None if config.tie_word_embeddings else nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.scale_residual_projections(".proj.weight")  # attention's and the MLP's output projections
 
     def forward(self, idx: Any, targets: Any = None, *, caches: list[KVCache] | None = None, start: int = 0,
@@ -172,7 +201,4 @@ class GPT(DecoderModel):
         x = self.drop(x)
         for i, block in enumerate(self.blocks):
             x = block(x, None if caches is None else caches[i], trace)  # (B, T, C)
-        x = self.ln_f(x)
-        logits = F.linear(x, self.wte.weight)  # (B, T, vocab): the head shares the token embedding
-        loss = None if targets is None else F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX)
-        return logits, loss
+        return self.head(self.ln_f(x), targets)  # (B, T, vocab), and the loss

@@ -1,6 +1,7 @@
 """A LLaMA-style decoder: the GPT of models/gpt.py with LLaMA's changes and no biases: RMSNorm for LayerNorm,
 rotary position embeddings (RoPE) for the position table, a SwiGLU feed-forward, optionally grouped-query
-attention, and an untied head. Attention, the residual layout and generate are the GPT's own.
+attention, and an untied head (tied where the config says). Attention, the residual layout, the head and generate
+are the GPT's own.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from minigrad import backend, nn
 from minigrad import functional as F
 from minigrad.tensor import Tensor
 from models.attention import KVCache, MultiHeadSelfAttention
-from models.gpt import IGNORE_INDEX, DecoderConfig, DecoderModel, Trace
+from models.gpt import DecoderConfig, DecoderModel, Trace
 
 
 @dataclass
@@ -23,12 +24,20 @@ class LlamaConfig(DecoderConfig):  # vocab_size, block_size, n_layer, n_head, n_
     rope_base: float = 10000.0  # RoPE's angles: position * rope_base ** (-2i / head size), i = 0 .. hs/2 - 1
     multiple_of: int = 16  # the SwiGLU hidden width, 2/3 of 4C, is rounded up to a multiple of this
     n_kv_head: int | None = None  # key/value heads (grouped-query attention); None: one per query head
+    intermediate_size: int | None = None  # the SwiGLU hidden width as given (a checkpoint's); None: from multiple_of
+    head_dim: int | None = None  # the head size; None: n_embd // n_head
+    tie_word_embeddings: bool = False  # True: the head is the token embedding (one parameter), as in small LLaMAs
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if (self.n_embd // self.n_head) % 2:
+        for field in ("intermediate_size", "head_dim"):
+            value = getattr(self, field)
+            if value is not None and not (isinstance(value, int) and value > 0):
+                raise ValueError(f"LlamaConfig: {field} must be a positive integer or None, got {value!r}")
+        if self.head_size % 2:
+            head_size = "head_dim" if self.head_dim is not None else "n_embd // n_head"
             raise ValueError(f"LlamaConfig: rotary embeddings turn channel pairs, so the head size "
-                             f"n_embd // n_head = {self.n_embd // self.n_head} must be even")
+                             f"{head_size} = {self.head_size} must be even")
         if self.n_kv_head is not None and not (isinstance(self.n_kv_head, int) and self.n_kv_head > 0
                                                and self.n_head % self.n_kv_head == 0):
             raise ValueError(f"LlamaConfig: n_kv_head must be a positive integer that divides n_head={self.n_head}, "
@@ -38,6 +47,10 @@ class LlamaConfig(DecoderConfig):  # vocab_size, block_size, n_layer, n_head, n_
         for field in ("norm_eps", "rope_base"):
             if not (math.isfinite(getattr(self, field)) and getattr(self, field) > 0):
                 raise ValueError(f"LlamaConfig: {field} must be a finite number above 0, got {getattr(self, field)}")
+
+    @property
+    def head_size(self) -> int:
+        return self.n_embd // self.n_head if self.head_dim is None else self.head_dim
 
 
 class RotaryEmbedding(nn.Module):
@@ -70,12 +83,14 @@ class SwiGLU(nn.Module):
     """The feed-forward network of LLaMA, on each position alone: (silu(x W1) * (x W3)) W2.
 
     x W1 passes through silu and gates x W3 channel by channel. Three matrices instead of the GPT's two,
-    so the hidden width is 2/3 of 4C (rounded up to a multiple of `multiple_of`) for about the same size.
+    so the hidden width is 2/3 of 4C (rounded up to a multiple of `multiple_of`) for about the same size,
+    unless `hidden` gives it (a checkpoint's intermediate_size).
     """
 
-    def __init__(self, d_model: int, multiple_of: int, dropout: float = 0.0) -> None:
+    def __init__(self, d_model: int, multiple_of: int, dropout: float = 0.0, hidden: int | None = None) -> None:
         super().__init__()
-        hidden = multiple_of * math.ceil(int(2 * 4 * d_model / 3) / multiple_of)
+        if hidden is None:
+            hidden = multiple_of * math.ceil(int(2 * 4 * d_model / 3) / multiple_of)
         self.w1 = nn.Linear(d_model, hidden, bias=False)  # the gate
         self.w3 = nn.Linear(d_model, hidden, bias=False)  # the value it gates
         self.w2 = nn.Linear(hidden, d_model, bias=False)  # back to C channels
@@ -90,12 +105,12 @@ class LlamaBlock(nn.Module):
 
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__()
-        C, nh = config.n_embd, config.n_head
+        C, nh, hs = config.n_embd, config.n_head, config.head_size
         self.norm_1 = nn.RMSNorm(C, eps=config.norm_eps)
         self.attn = MultiHeadSelfAttention(C, nh, config.dropout, bias=False, n_kv_heads=config.n_kv_head,
-                                           rotary=RotaryEmbedding(C // nh, config.rope_base))
+                                           rotary=RotaryEmbedding(hs, config.rope_base), head_size=hs)
         self.norm_2 = nn.RMSNorm(C, eps=config.norm_eps)
-        self.mlp = SwiGLU(C, config.multiple_of, config.dropout)
+        self.mlp = SwiGLU(C, config.multiple_of, config.dropout, config.intermediate_size)
 
     def forward(self, x: Tensor, cache: KVCache | None = None, trace: Trace | None = None) -> Tensor:
         x = x + self.attn(self.norm_1(x), cache, trace)  # tokens look at each other
@@ -111,7 +126,8 @@ class Llama(DecoderModel):
         self.drop = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList([LlamaBlock(config) for _ in range(config.n_layer)])
         self.norm_f = nn.RMSNorm(config.n_embd, eps=config.norm_eps)
-        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)  # untied, as in LLaMA
+        # untied, as in LLaMA; tied (the token embedding read backwards) where the config says so
+        self.lm_head = None if config.tie_word_embeddings else nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.scale_residual_projections("attn.proj.weight", "mlp.w2.weight")
 
     def forward(self, idx: Any, targets: Any = None, *, caches: list[KVCache] | None = None, start: int = 0,
@@ -122,6 +138,4 @@ class Llama(DecoderModel):
         x = self.drop(self.wte(idx))  # (B, T, C): positions enter in attention, as rotations of q and k
         for i, block in enumerate(self.blocks):
             x = block(x, None if caches is None else caches[i], trace)  # (B, T, C)
-        logits = self.lm_head(self.norm_f(x))  # (B, T, vocab)
-        loss = None if targets is None else F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX)
-        return logits, loss
+        return self.head(self.norm_f(x), targets)  # (B, T, vocab), and the loss
