@@ -22,8 +22,9 @@ from checkpoint import load_checkpoint, restore
 from explain_page import page_html
 from minigrad import backend, nn
 from minigrad import functional as F
-from settings import CHECKPOINT, HELDOUT_SEED, UsageError, prompt_ids, run_cli
+from settings import CHECKPOINT, DTYPES, HELDOUT_SEED, UsageError, load_pretrained, prompt_ids, run_cli
 from tasks import Task, split
+from tokenizer import HFTokenizer
 
 
 def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
@@ -42,13 +43,24 @@ def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
     p.add_argument("--png", metavar="FILE", help="also draw every head's attention weights (needs matplotlib)")
     p.add_argument("--html", metavar="FILE", help="also write a page to explore every head's steps in a browser "
                                                   "(one self-contained HTML file)")
+    p.add_argument("--init-from", metavar="DIR", help="a Hugging Face GPT-2 or LLaMA folder instead of --out; "
+                                                     "needs --prompt")
+    p.add_argument("--dtype", choices=DTYPES, help="with --init-from: the weights' dtype (default float32)")
     args = p.parse_args(argv)
     if args.png:
         check_png(args.png)
     if args.html:
         check_output("--html", args.html, "attention.html")
 
-    task, model = restore(load_checkpoint(args.out), args.device)
+    if args.init_from:
+        if args.prompt is None:
+            raise UsageError("--init-from needs a --prompt to explain")
+        model, tokenizer = load_pretrained(args.init_from, args.dtype or "float32", args.device)
+        task = TokenizerTask(tokenizer)
+    else:
+        if args.dtype is not None:
+            raise UsageError("--dtype is for --init-from; a checkpoint in --out keeps the dtype it was trained in")
+        task, model = restore(load_checkpoint(args.out), args.device)
     model.eval()
     ids = default_ids(task) if args.prompt is None else prompt_ids(task, args.prompt)
     if not 1 <= len(ids) <= model.config.block_size:
@@ -59,6 +71,22 @@ def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
     if args.html:
         write_page(steps, args.html)
     return 0
+
+
+class TokenizerTask(Task):
+    """What explain reads of a task, for a loaded model: its tokenizer's tokens, encode and decode (no focus token:
+    the last position is explained unless --query says otherwise)."""
+
+    def __init__(self, tokenizer: HFTokenizer) -> None:
+        texts = [tokenizer.token(i) for i in range(tokenizer.vocab_size)]  # a newline's shown as \n in the table
+        super().__init__("pretrained", [t if t.isprintable() else repr(t)[1:-1] for t in texts], 0, 0)
+        self.tokenizer = tokenizer
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(ids)
 
 
 def default_ids(task: Task) -> list[int]:

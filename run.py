@@ -350,22 +350,8 @@ def check_memory(config: Any, settings: dict[str, Any], seq_len: int, device: st
     params = (V + config.block_size) * C + L * (12 * C * C + 13 * C) + 2 * C
     activations = B * T * (L * (20 * C + 3 * nh * T) + 3 * V)
     need = np.dtype(settings["dtype"]).itemsize * (4 * params + activations)
-    free = available_memory(device)
+    free = runtime.available_memory(device)
     if need > free:
         raise UsageError(f"this run needs about {need / 2**30:,.1f} GiB ({params:,} parameters, kept 4 times, and "
                          f"the activations of {B} x {T} tokens), more than the {free / 2**30:,.1f} GiB available on "
                          f"{device}: choose a smaller --preset, --n-embd, --n-layer, --block-size or --batch-size")
-
-
-def available_memory(device: str) -> int:
-    """Bytes this run may use: the GPU's free memory, or Linux's MemAvailable (elsewhere, all of the RAM)."""
-    if device == "cuda":
-        return backend.module_for("cuda").cuda.runtime.memGetInfo()[0]
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -13,8 +13,9 @@ from typing import Any
 
 import minigrad as mg
 from minigrad import backend, nn
-from models import GPT, GPTConfig, Llama, LlamaConfig
+from models import GPT, GPTConfig, Llama, LlamaConfig, pretrained
 from tasks import TASKS, Task, make_task, split
+from tokenizer import HFTokenizer
 
 ARCHITECTURES = {  # --arch: model class and config class. A config takes vocab_size, block_size, n_layer,
     "gpt": (GPT, GPTConfig),  # n_head, n_embd and dropout; the model has forward, generate, trace_attention
@@ -136,3 +137,18 @@ def prompt_ids(task: Task, prompt: str | None) -> list[int]:
         return task.encode(prompt)
     except ValueError as err:
         raise UsageError(str(err)) from None
+
+
+def load_pretrained(path: str, dtype: str, device: str) -> tuple[nn.Module, HFTokenizer]:
+    """--init-from DIR: the model and the tokenizer of a Hugging Face folder, or the reason they cannot load in one
+    line (a missing or misshapen tensor by name, .bin weights only, another architecture, too little memory)."""
+    check_device(device)
+    try:
+        tokenizer = HFTokenizer.from_folder(path)
+        model = pretrained.load(path, dtype, device)
+    except (ValueError, ImportError, MemoryError) as err:
+        raise UsageError(str(err)) from None
+    if tokenizer.vocab_size > model.config.vocab_size:
+        raise UsageError(f"{path}: its tokenizer.json has {tokenizer.vocab_size} tokens, more than the model's "
+                         f"vocab_size {model.config.vocab_size} (the tokenizer of another model?)")
+    return model, tokenizer

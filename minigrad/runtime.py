@@ -1,6 +1,6 @@
 """Process-wide runtime settings, none of them a code path: glibc's heap setting for whole training runs, the
-thread pool that long elementwise passes share (the fused AdamW), and each process's share of the cores when
-several train on one machine. Importing minigrad calls none of them.
+thread pool that long elementwise passes share (the fused AdamW), each process's share of the cores when
+several train on one machine, and the memory a process may still take. Importing minigrad calls none of them.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from minigrad import backend
 
 # ---- allocator ----
 
@@ -76,3 +78,19 @@ def share_cores(processes: int) -> None:
     except ImportError:
         return
     threadpool_limits(_threads, user_api="blas")
+
+
+# ---- memory ----
+
+def available_memory(device: str) -> int:
+    """Bytes this run may use: the GPU's free memory, or Linux's MemAvailable (elsewhere, all of the RAM)."""
+    if device == "cuda":
+        return backend.module_for("cuda").cuda.runtime.memGetInfo()[0]
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -6,6 +6,7 @@ to the token embedding. DecoderModel holds what the LLaMA-style model (models/ll
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,9 +133,11 @@ class DecoderModel(nn.Module):
 
     @no_grad()
     def generate(self, idx: Any, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
-                 use_cache: bool = True) -> np.ndarray:
+                 use_cache: bool = True, stop_token: int | None = None,
+                 on_token: Callable[[np.ndarray], None] | None = None) -> np.ndarray:
         """Extend idx (B, T) by max_new_tokens sampled tokens; temperature 0 picks the likeliest (greedy). With the
-        cache each new token runs one position; past block_size tokens the window slides and every step recomputes."""
+        cache each new token runs one position; past block_size tokens the window slides and every step recomputes.
+        Stops early once every row's newest token is stop_token; on_token(idx so far) follows each step (streaming)."""
         idx = backend.to_numpy(_token_array(idx, type(self).__name__))
         if temperature < 0 or max_new_tokens < 0:
             raise ValueError(f"generate: need temperature >= 0 and max_new_tokens >= 0, got {temperature}, "
@@ -149,6 +152,10 @@ class DecoderModel(nn.Module):
             else:  # only the newest token; earlier keys and values come from the caches
                 logits, _ = self(idx[:, -1:], caches=caches, start=idx.shape[1] - 1)
             idx = np.concatenate([idx, _sample(logits[:, -1, :].numpy(), temperature, top_k)], axis=1)
+            if on_token is not None:
+                on_token(idx)
+            if stop_token is not None and (idx[:, -1] == stop_token).all():
+                break
         return idx
 
 
@@ -188,6 +195,14 @@ class GPT(DecoderModel):
         # the head shares the token embedding (GPT-2's tie), unless the config unties it
         self.lm_head = None if config.tie_word_embeddings else nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.scale_residual_projections(".proj.weight")  # attention's and the MLP's output projections
+
+    @classmethod
+    def from_pretrained(cls, path: str, dtype: Any = "float32", device: str = "cpu") -> GPT:
+        """A GPT with the weights of a local Hugging Face GPT-2 folder (gpt2, distilgpt2, ...), in dtype (float32 or
+        float64) on device; models/pretrained.py maps the names and refuses, in one line, a folder it cannot load."""
+        from models import pretrained  # it builds GPTs: imported when called, not by this module
+
+        return pretrained.load(path, dtype, device, expect=cls)
 
     def forward(self, idx: Any, targets: Any = None, *, caches: list[KVCache] | None = None, start: int = 0,
                 trace: Trace | None = None) -> tuple[Tensor, Tensor | None]:
