@@ -75,7 +75,8 @@ def pretrained_prompt(tokenizer: HFTokenizer, prompt: str | None) -> list[int]:
 class Stream:
     """on_token for generate: prints each step's new text at once, decode(base + new tokens) past decode(base), where
     base is the prompt or, for a toy task, nothing. A token ending inside a UTF-8 character (U+FFFD for now) waits
-    for the rest of it; a final stop token is not printed."""
+    for the rest of it; a final stop token is not printed. Characters already printed stay: where later bytes make
+    earlier ones invalid UTF-8 (LLaMA's byte tokens), the text goes on at the position it had reached."""
 
     def __init__(self, decode: Callable[[Sequence[int]], str], prompt: Sequence[int], stop: int | None,
                  in_context: bool) -> None:
@@ -93,7 +94,7 @@ class Stream:
         return self.decode(self.base + new)[len(self.decode(self.base)):]
 
     def show(self, text: str) -> None:
-        if text.startswith(self.shown) and len(text) > len(self.shown):
+        if len(text) > len(self.shown):
             print(text[len(self.shown):], end="", flush=True)
             self.shown = text
 

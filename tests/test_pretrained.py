@@ -1,0 +1,449 @@
+"""Hugging Face folders load into minigrad's GPT and Llama and compute what transformers computes: tiny random GPT-2
+and LLaMA models (grouped-query attention, tied and untied heads, other widths, head sizes, rope_theta, an old-style
+config, a sharded checkpoint) are saved with save_pretrained and compared on the same input: logits, loss, every
+parameter's gradient, greedy generation with and without the KV cache. Tokenizers trained here encode and decode as
+AutoTokenizer does; the command line samples and explains those folders, and refuses bad ones in one line.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+import train
+from minigrad import runtime
+from models import GPT, IGNORE_INDEX, Llama
+from models import pretrained as hf_load
+from tokenizer import HFTokenizer, from_state
+
+torch = pytest.importorskip("torch", reason="torch is the backend of the transformers reference")
+transformers = pytest.importorskip("transformers", reason="transformers is the reference: pip install transformers")
+tokenizers = pytest.importorskip("tokenizers", reason="tokenizer.json needs tokenizers: pip install -e '.[hf]'")
+pytest.importorskip("safetensors", reason="the weights are read with safetensors: pip install -e '.[hf]'")
+from transformers.models.llama import modeling_llama  # noqa: E402  (after the skip: transformers may be absent)
+
+VOCAB = 400  # the tokenizers trained below have this many tokens
+TEXT = ["The quick brown fox jumps over the lazy dog. ", "Naïve café — 你好, мир! 123 + 456 = 579\n",
+        "A learner reads attention.py, then runs the real thing. "] * 30
+# (name, transformers config class, its fields, what to do to the saved folder)
+GPT2 = {"vocab_size": VOCAB, "n_positions": 48, "n_embd": 16, "n_layer": 2, "n_head": 2, "bos_token_id": 0,
+        "eos_token_id": 0}
+LLAMA = {"vocab_size": VOCAB, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64, "rms_norm_eps": 1e-5,
+         "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}, "bos_token_id": 1, "eos_token_id": 2}
+MODELS = {
+    "gpt2": ("GPT2", GPT2, None),  # tied head, tanh GELU (gelu_new)
+    "gpt2-untied": ("GPT2", {**GPT2, "n_embd": 24, "n_head": 3, "n_inner": 40, "layer_norm_epsilon": 1e-3,
+                             "activation_function": "gelu", "tie_word_embeddings": False}, None),
+    "llama-gqa": ("Llama", LLAMA, None),  # 4 query heads share 2 key/value heads; untied
+    "llama-mqa-tied": ("Llama", {**LLAMA, "num_key_value_heads": 1, "tie_word_embeddings": True,
+                                 "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}, None),
+    "llama-head-dim": ("Llama", {**LLAMA, "num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 10}, None),
+    "llama-old-config": ("Llama", {**LLAMA, "hidden_size": 48, "num_attention_heads": 6, "num_key_value_heads": 3},
+                         "old-config"),
+    "llama-sharded": ("Llama", LLAMA, "sharded"),
+}
+
+
+def scramble(model, seed: int = 0) -> None:
+    """Redraw every weight: transformers' init (std 0.02, biases 0, norms 1) leaves attention nearly uniform and
+    biases and norm weights untested. Norm weights around 1, everything else N(0, 0.3^2)."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=gen, dtype=p.dtype)
+            p.copy_(1 + 0.2 * noise if ("ln" in name or "norm" in name) and name.endswith("weight") else 0.3 * noise)
+
+
+def train_tokenizer(llama_style: bool):
+    """A byte-level BPE as GPT-2's (no special token added by encode), or one laid out as LLaMA-2's tokenizer.json:
+    spaces as U+2581, bytes of unseen characters as <0xNN> tokens, and <s> put in front by its post-processor."""
+    tk = tokenizers
+    if llama_style:
+        tok = tk.Tokenizer(tk.models.BPE(byte_fallback=True, unk_token="<unk>"))
+        tok.normalizer = tk.normalizers.Sequence([tk.normalizers.Prepend("\u2581"),
+                                                  tk.normalizers.Replace(" ", "\u2581")])
+        tok.decoder = tk.decoders.Sequence([tk.decoders.Replace("\u2581", " "), tk.decoders.ByteFallback(),
+                                            tk.decoders.Fuse(), tk.decoders.Strip(" ", 1, 0)])
+        specials = ["<unk>", "<s>", "</s>", *(f"<0x{b:02X}>" for b in range(256))]
+        trainer = tk.trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=specials, show_progress=False)
+    else:
+        tok = tk.Tokenizer(tk.models.BPE())
+        tok.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = tk.decoders.ByteLevel()
+        trainer = tk.trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<|endoftext|>"], show_progress=False,
+                                         initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(TEXT, trainer)
+    if llama_style:
+        tok.post_processor = tk.processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    return tok
+
+
+def save_folder(kind: str, fields: dict, change: str | None, path: Path) -> tuple:
+    """A scrambled transformers model saved to `path` (safetensors, and a tokenizer); returns it in float64."""
+    torch.manual_seed(0)
+    config = getattr(transformers, f"{kind}Config")(**fields)
+    model = getattr(transformers, f"{kind}LMHeadModel" if kind == "GPT2" else "LlamaForCausalLM")(config)
+    scramble(model)
+    model.save_pretrained(path, **({"max_shard_size": "20KB"} if change == "sharded" else {}))
+    tok = train_tokenizer(kind == "Llama")
+    assert tok.get_vocab_size() <= VOCAB
+    transformers.PreTrainedTokenizerFast(tokenizer_object=tok).save_pretrained(path)
+    if change == "old-config":  # as configs were before rope_parameters: rope_theta at the top, no head_dim
+        config = json.loads((path / "config.json").read_text())
+        config["rope_theta"] = config.pop("rope_parameters")["rope_theta"]
+        config["rope_scaling"] = None
+        del config["head_dim"]
+        (path / "config.json").write_text(json.dumps(config))
+    return model.double().eval()
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, object]]:
+    root = tmp_path_factory.mktemp("hf")
+    return {name: (root / name, save_folder(kind, fields, change, root / name))
+            for name, (kind, fields, change) in MODELS.items()}
+
+
+@pytest.fixture
+def float64_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """transformers' LLaMA computes RMSNorm and the rotary angles in float32 even in a float64 model (habits of
+    bfloat16 training), which alone moves its logits by about 1e-8. For the float64 comparisons those two run the
+    same formulas in the model's dtype; the float32 comparison runs transformers as it is."""
+    def rms_norm(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
+
+    def rotary(self, x, position_ids):
+        dim = self.config.head_dim
+        theta = self.config.rope_parameters["rope_theta"]
+        inv_freq = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+        angles = position_ids[..., None].to(torch.float64) * inv_freq  # (B, T, hs/2)
+        angles = torch.cat([angles, angles], dim=-1)  # rotate-half: channel i pairs with i + hs/2
+        return angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+
+    monkeypatch.setattr(modeling_llama.LlamaRMSNorm, "forward", rms_norm)
+    monkeypatch.setattr(modeling_llama.LlamaRotaryEmbedding, "forward", rotary)
+
+
+def batch(seed: int = 1, T: int = 12) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, VOCAB, (2, T))
+    targets = rng.integers(0, VOCAB, (2, T))
+    targets[0, :3] = IGNORE_INDEX  # ignored targets take part too
+    return idx, targets
+
+
+def reference_loss(hf, idx, targets):
+    logits = hf(torch.tensor(idx)).logits
+    loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), torch.tensor(targets).flatten(),
+                                             ignore_index=IGNORE_INDEX)
+    return logits, loss
+
+
+def plan_of(model):
+    return (hf_load.gpt2_plan if isinstance(model, GPT) else hf_load.llama_plan)(model.config)
+
+
+# ---- the numbers: logits, loss, gradients, generation ----
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_float64_logits_loss_and_every_gradient_match_transformers(folders, name, float64_reference):
+    path, hf = folders[name]
+    model = hf_load.load(str(path), "float64")
+    assert type(model) is (GPT if name.startswith("gpt2") else Llama)
+    idx, targets = batch()
+    hf.zero_grad()
+    ref_logits, ref_loss = reference_loss(hf, idx, targets)
+    ref_loss.backward()
+    logits, loss = model(idx, targets)
+    loss.backward()
+    np.testing.assert_allclose(logits.numpy(), ref_logits.detach().numpy(), rtol=0, atol=1e-10)
+    assert abs(loss.item() - ref_loss.item()) < 1e-8
+
+    ours = dict(model.named_parameters())
+    plan, prefix = plan_of(model), "transformer." if isinstance(model, GPT) else "model."
+    compared = set()
+    for theirs, p in hf.named_parameters():  # a tied head is one parameter there too
+        targets_, conv1d = plan[theirs.removeprefix(prefix)]
+        grad = p.grad.numpy().T if conv1d else p.grad.numpy()
+        pieces = np.split(grad, np.cumsum([ours[t].shape[0] for t in targets_])[:-1])
+        for target, piece in zip(targets_, pieces, strict=True):
+            np.testing.assert_allclose(ours[target].grad, piece, rtol=0, atol=1e-8, err_msg=target)
+            compared.add(target)
+    assert compared == set(ours)  # every parameter of ours, each once
+
+
+@pytest.mark.parametrize("name", ["gpt2", "gpt2-untied", "llama-gqa", "llama-head-dim"])
+def test_float32_logits_match_transformers_as_it_is(folders, name):
+    path, hf = folders[name]
+    model = hf_load.load(str(path))
+    assert all(p.dtype == np.float32 for p in model.parameters())
+    idx, _ = batch(2)
+    with torch.no_grad():
+        ref = copy.deepcopy(hf).float()(torch.tensor(idx)).logits.numpy()
+    np.testing.assert_allclose(model(idx)[0].numpy(), ref, rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama-gqa", "llama-mqa-tied"])
+def test_greedy_generation_matches_transformers_with_and_without_the_cache(folders, name, float64_reference):
+    path, hf = folders[name]
+    model = hf_load.load(str(path), "float64").eval()
+    prompt = batch(3, T=5)[0][:1]
+    with torch.no_grad():
+        ref = hf.generate(torch.tensor(prompt), max_new_tokens=20, min_new_tokens=20, do_sample=False).numpy()
+    cached = model.generate(prompt, 20, temperature=0)
+    uncached = model.generate(prompt, 20, temperature=0, use_cache=False)
+    assert ref.shape == (1, 25)
+    np.testing.assert_array_equal(cached, ref)
+    np.testing.assert_array_equal(uncached, ref)
+
+
+def test_rotary_is_rotate_half_not_interleaved():
+    """Llama's RotaryEmbedding pairs channel i with i + hs/2, as transformers' apply_rotary_pos_emb; the interleaved
+    layout of Meta's original code (pairs 2i, 2i + 1) gives other numbers, so the comparison can tell them apart."""
+    from models.llama import RotaryEmbedding
+
+    hs, T, base = 8, 6, 500.0
+    x = np.random.default_rng(0).standard_normal((1, 2, T, hs))
+    ours = RotaryEmbedding(hs, base)(mg.tensor(x), 3).numpy()  # positions 3 .. 8
+    angles = np.arange(3, 3 + T)[:, None] * base ** (-np.arange(0, hs, 2) / hs)
+    angles = torch.tensor(np.concatenate([angles, angles], axis=-1))
+    q = torch.tensor(x)
+    theirs, _ = modeling_llama.apply_rotary_pos_emb(q, q, angles.cos()[None], angles.sin()[None])
+    np.testing.assert_allclose(ours, theirs.numpy(), rtol=0, atol=1e-12)
+    z = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * angles.numpy()[:, :hs // 2])
+    interleaved = np.stack([z.real, z.imag], axis=-1).reshape(x.shape)
+    assert np.abs(interleaved - ours).max() > 0.1
+
+
+# ---- what a loaded model is ----
+
+def test_a_tied_head_is_one_parameter_and_shared_key_value_heads_are_stored_once(folders):
+    gpt = hf_load.load(str(folders["gpt2"][0]))
+    assert gpt.lm_head is None and "lm_head.weight" not in dict(gpt.named_parameters())
+    llama = hf_load.load(str(folders["llama-mqa-tied"][0]))
+    params = dict(llama.named_parameters())
+    assert "lm_head.weight" not in params
+    hs = 32 // 4
+    assert params["blocks.0.attn.k_proj.weight"].shape == (1 * hs, 32)  # one key head for the four query heads
+    assert params["blocks.0.attn.q_proj.weight"].shape == (4 * hs, 32)
+    assert dict(hf_load.load(str(folders["llama-gqa"][0])).named_parameters())["lm_head.weight"].shape == (VOCAB, 32)
+
+
+def test_a_loaded_model_trains_saves_and_resumes(folders, tmp_path):
+    model = Llama.from_pretrained(str(folders["llama-gqa"][0]))
+    opt = mg.optim.AdamW(model.parameters(), lr=1e-2)
+    idx, targets = batch(4)
+    losses = []
+    for _ in range(3):
+        _, loss = model(idx, targets)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+    mg.save(str(tmp_path / "w.npz"), {"model": model.state_dict(), "optim": opt.state_dict()})
+    saved = mg.load(str(tmp_path / "w.npz"))
+    again = Llama.from_pretrained(str(folders["llama-gqa"][0]))
+    again.load_state_dict(saved["model"])
+    opt2 = mg.optim.AdamW(again.parameters(), lr=1e-2)
+    opt2.load_state_dict(saved["optim"])
+    for m, o in ((model, opt), (again, opt2)):  # one more step each: the resumed one takes the same
+        _, loss = m(idx, targets)
+        o.zero_grad()
+        loss.backward()
+        o.step()
+    np.testing.assert_array_equal(again(idx)[0].numpy(), model(idx)[0].numpy())
+
+
+def test_bfloat16_weights_are_read_exactly(folders, tmp_path):
+    """NumPy has no bfloat16: the loader reads such tensors from the file's bytes."""
+    hf = copy.deepcopy(folders["llama-gqa"][1]).to(torch.bfloat16)
+    hf.save_pretrained(tmp_path)
+    model = hf_load.load(str(tmp_path))
+    expected = hf.model.layers[1].self_attn.k_proj.weight.detach().float().numpy()
+    np.testing.assert_array_equal(model.blocks[1].attn.k_proj.weight.numpy(), expected)
+
+
+def test_from_pretrained_refuses_the_other_architecture_and_a_dtype_it_cannot_compute_in(folders):
+    with pytest.raises(hf_load.PretrainedError, match="holds a llama model; load it with Llama.from_pretrained"):
+        GPT.from_pretrained(str(folders["llama-gqa"][0]))
+    with pytest.raises(hf_load.PretrainedError, match="dtype float16 is not one minigrad computes in"):
+        Llama.from_pretrained(str(folders["llama-gqa"][0]), dtype="float16")
+
+
+def test_memory_is_estimated_before_loading(folders, monkeypatch):
+    monkeypatch.setattr(runtime, "available_memory", lambda device: 10_000)
+    with pytest.raises(MemoryError, match=r"needs about .* GiB \([\d,]+ parameters in float64\), more than the "
+                                          r"0.00 GiB available on cpu; float32 takes half"):
+        hf_load.load(str(folders["gpt2"][0]), "float64")
+
+
+# ---- tokenizers ----
+
+@pytest.mark.parametrize("name", ["gpt2", "llama-gqa"])
+def test_tokenizer_encodes_and_decodes_as_autotokenizer(folders, name):
+    path = folders[name][0]
+    ours, theirs = HFTokenizer.from_folder(str(path)), transformers.AutoTokenizer.from_pretrained(path)
+    special = "<|endoftext|>" if name == "gpt2" else "</s>"
+    for text in ["The lazy café", "Naïve — 你好, мир!\n  two  spaces", f"end {special} start", "🦙 unseen ǅ", ""]:
+        ids = ours.encode(text)
+        assert ids == theirs.encode(text)
+        assert ours.decode(ids) == theirs.decode(ids)
+    assert (ours.encode("x")[0] == 1) == (name != "gpt2")  # LLaMA's encode puts its BOS in front, GPT-2's does not
+    assert (ours.bos_id, ours.eos_id) == ((0, 0) if name == "gpt2" else (1, 2))
+    again = from_state(json.loads(json.dumps(ours.to_state())))
+    assert again.encode("The lazy café 你好") == ours.encode("The lazy café 你好")
+    assert (again.vocab_size, again.bos_id, again.eos_id) == (ours.vocab_size, ours.bos_id, ours.eos_id)
+    pieces = [ours.token(i) for i in ours.encode("The lazy 你")]  # each token's text, for explain's tables
+    assert "".join(pieces) == ("The lazy 你" if name == "gpt2" else "<s>The lazy 你")
+
+
+def test_a_tokenizer_state_of_another_kind_is_refused():
+    with pytest.raises(ValueError, match="not a tokenizer state: kind 'bpe'"):
+        from_state({"kind": "bpe"})
+
+
+# ---- the command line ----
+
+def run_main(capsys, *argv: str) -> tuple[int, str, str]:
+    code = train.main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama-gqa"])
+def test_sample_init_from_prints_the_greedy_continuation(folders, capsys, name):
+    path = folders[name][0]
+    code, out, err = run_main(capsys, "sample", "--init-from", str(path), "--prompt", "The lazy fox",
+                              "--max-new-tokens", "8", "--top-k", "1")
+    assert code == 0 and err == "", err
+    tokenizer, model = HFTokenizer.from_folder(str(path)), hf_load.load(str(path))
+    ids = tokenizer.encode("The lazy fox")
+    new = [int(i) for i in model.eval().generate(np.array([ids]), 8, temperature=0)[0, len(ids):]]
+    if tokenizer.eos_id in new:  # sampling stops at the end-of-text token and does not print it
+        new = new[:new.index(tokenizer.eos_id)]
+    text = tokenizer.decode(ids + new)[len(tokenizer.decode(ids)):]
+    assert len(new) > 0 and len(out) == len(text) + 1 and out.endswith("\n")
+    # printed as it came: where later byte tokens turned earlier valid bytes invalid (U+FFFD now), those stay as shown
+    assert all(a == b for a, b in zip(out, text, strict=False) if b != "\ufffd")
+    if name == "gpt2":  # byte-level BPE: the text only grows as tokens come
+        assert out == text + "\n"
+
+
+def test_explain_init_from_shows_the_steps_for_the_prompt_s_tokens(folders, capsys):
+    path = folders["gpt2"][0]
+    code, out, err = run_main(capsys, "explain", "--init-from", str(path), "--prompt", "The quick brown fox",
+                              "--layer", "1", "--head", "0")
+    assert code == 0 and err == "", err
+    tokenizer = HFTokenizer.from_folder(str(path))
+    ids = tokenizer.encode("The quick brown fox")
+    assert f"Attention in layer 1, head 0, for position {len(ids) - 1}" in out
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert [int(r[0]) for r in rows] == list(range(len(ids)))
+    assert rows[0][1] == tokenizer.token(ids[0])
+
+
+def write_weights(path: Path, tensors: dict) -> None:
+    from safetensors.numpy import save_file
+
+    save_file(tensors, str(path / "model.safetensors"))
+
+
+def weights_of(folder: Path) -> dict:
+    from safetensors.numpy import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+def copy_folder(folders, name: str, tmp_path: Path) -> Path:
+    path = tmp_path / name
+    shutil.copytree(folders[name][0], path)
+    return path
+
+
+def break_bin_only(path: Path) -> None:
+    (path / "model.safetensors").unlink()
+    (path / "pytorch_model.bin").write_bytes(b"not read")
+
+
+def break_architecture(path: Path) -> None:
+    config = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**config, "model_type": "mistral",
+                                                  "architectures": ["MistralForCausalLM"]}))
+
+
+def break_missing(path: Path) -> None:
+    tensors = weights_of(path)
+    del tensors["transformer.h.1.mlp.c_fc.weight"]
+    write_weights(path, tensors)
+
+
+def break_shape(path: Path) -> None:
+    tensors = weights_of(path)
+    tensors["transformer.h.0.attn.c_attn.weight"] = tensors["transformer.h.0.attn.c_attn.weight"][:, :40]
+    write_weights(path, tensors)
+
+
+def break_shard(path: Path) -> None:
+    shard = sorted(path.glob("model-*.safetensors"))[-1]
+    shard.unlink()
+
+
+def break_rope(path: Path) -> None:
+    config = json.loads((path / "config.json").read_text())
+    config["rope_parameters"] = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0}
+    (path / "config.json").write_text(json.dumps(config))
+
+
+def break_extra(path: Path) -> None:
+    write_weights(path, {**weights_of(path), "transformer.h.0.attn.q_norm.weight": np.ones(16, np.float32)})
+
+
+@pytest.mark.parametrize("name, breaks, message", [
+    ("gpt2", break_bin_only, r"has PyTorch \.bin weights only; minigrad reads safetensors, never pickle\. Convert "
+                             r"once .*save_pretrained"),
+    ("gpt2", break_architecture, r"model_type 'mistral' \(MistralForCausalLM\) is not one minigrad loads: gpt2, llama"),
+    ("gpt2", break_missing, r"tensor 'h\.1\.mlp\.c_fc\.weight' is missing from the weights"),
+    ("gpt2", break_shape, r"tensor 'transformer\.h\.0\.attn\.c_attn\.weight' has shape \(16, 40\), but config\.json "
+                          r"makes it \(16, 48\)"),
+    ("gpt2", break_extra, r"tensor 'transformer\.h\.0\.attn\.q_norm\.weight' is not part of a gpt2 model"),
+    ("llama-sharded", break_shard, r"model\.safetensors\.index\.json lists .*model-0000\d-of-0000\d\.safetensors, "
+                                   r"which is not there"),
+    ("llama-gqa", break_rope, r"rope_type 'llama3' \(rescaled rotary angles\) is not supported"),
+])
+@pytest.mark.parametrize("command", ["sample", "explain"])
+def test_a_folder_that_cannot_load_is_refused_in_one_line_with_exit_2(folders, tmp_path, capsys, name, breaks,
+                                                                      message, command):
+    path = copy_folder(folders, name, tmp_path)
+    breaks(path)
+    code, out, err = run_main(capsys, command, "--init-from", str(path), "--prompt", "The")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(f"train.py {command}: error: "), err
+    assert re.search(message, err), err
+
+
+def test_a_tokenizer_larger_than_the_model_s_vocabulary_is_refused(folders, tmp_path, capsys):
+    path = copy_folder(folders, "gpt2", tmp_path)
+    config = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**config, "vocab_size": 200}))
+    tensors = weights_of(path)
+    tensors["transformer.wte.weight"] = tensors["transformer.wte.weight"][:200]
+    write_weights(path, tensors)
+    code, _, err = run_main(capsys, "sample", "--init-from", str(path), "--prompt", "The")
+    assert code == 2 and "its tokenizer.json has" in err and "more than the model's vocab_size 200" in err
+
+
+def test_init_from_needs_a_prompt_and_dtype_needs_init_from(folders, capsys, tmp_path):
+    for command in ("sample", "explain"):
+        code, _, err = run_main(capsys, command, "--init-from", str(folders["gpt2"][0]))
+        assert code == 2 and "--init-from needs a --prompt" in err
+    code, _, err = run_main(capsys, "sample", "--out", str(tmp_path), "--dtype", "float64")
+    assert code == 2 and "--dtype is for --init-from" in err
