@@ -272,6 +272,20 @@ def test_bfloat16_weights_are_read_exactly(folders, tmp_path):
     np.testing.assert_array_equal(model.blocks[1].attn.k_proj.weight.numpy(), expected)
 
 
+def test_the_hub_s_gpt2_layout_loads_too(folders, tmp_path):
+    """The hub's gpt2 file was written by GPT2Model: no "transformer." prefix, and each layer's causal-mask buffers
+    (attn.bias, attn.masked_bias) stored beside the weights. They are not weights: skipped."""
+    path = copy_folder(folders, "gpt2", tmp_path)
+    tensors = {name.removeprefix("transformer."): value for name, value in weights_of(path).items()}
+    for i in range(GPT2["n_layer"]):
+        tensors[f"h.{i}.attn.bias"] = np.tril(np.ones((1, 1, 48, 48), np.float32))
+        tensors[f"h.{i}.attn.masked_bias"] = np.array(-1e4, np.float32)
+    write_weights(path, tensors)
+    idx, _ = batch()
+    np.testing.assert_array_equal(GPT.from_pretrained(str(path))(idx)[0].numpy(),
+                                  GPT.from_pretrained(str(folders["gpt2"][0]))(idx)[0].numpy())
+
+
 def test_from_pretrained_refuses_the_other_architecture_and_a_dtype_it_cannot_compute_in(folders):
     with pytest.raises(hf_load.PretrainedError, match="holds a llama model; load it with Llama.from_pretrained"):
         GPT.from_pretrained(str(folders["llama-gqa"][0]))
