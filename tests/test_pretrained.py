@@ -352,13 +352,15 @@ def test_sample_init_from_prints_the_greedy_continuation(folders, capsys, name):
         assert out == text + "\n"
 
 
-def test_explain_init_from_shows_the_steps_for_the_prompt_s_tokens(folders, capsys):
+def test_explain_init_from_shows_the_steps_for_the_prompt_s_tokens(folders, capsys, tmp_path):
     path = folders["gpt2"][0]
     code, out, err = run_main(capsys, "explain", "--init-from", str(path), "--prompt", "The quick brown fox",
-                              "--layer", "1", "--head", "0")
+                              "--layer", "1", "--head", "0", "--html", str(tmp_path / "page.html"))
     assert code == 0 and err == "", err
     tokenizer = HFTokenizer.from_folder(str(path))
     ids = tokenizer.encode("The quick brown fox")
+    tokens = json.dumps([tokenizer.token(i) for i in ids], ensure_ascii=False, separators=(",", ":"))
+    assert f'"tokens":{tokens}' in (tmp_path / "page.html").read_text()  # the page's data: the prompt's tokens
     assert f"Attention in layer 1, head 0, for position {len(ids) - 1}" in out
     rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
     assert [int(r[0]) for r in rows] == list(range(len(ids)))
