@@ -18,7 +18,7 @@ from tasks import TASKS, Task, make_task, split
 from tokenizer import HFTokenizer
 
 ARCHITECTURES = {  # --arch: model class and config class. A config takes vocab_size, block_size, n_layer,
-    "gpt": (GPT, GPTConfig),  # n_head, n_embd and dropout; the model has forward, generate, trace_attention
+    "gpt": (GPT, GPTConfig),  # n_head, n_embd and dropout; the model has forward (with trace=) and generate
     "llama": (Llama, LlamaConfig),  # RMSNorm, rotary position embeddings, SwiGLU: models/llama.py
 }
 PRESETS = {  # model sizes: n_embd, n_head, n_layer

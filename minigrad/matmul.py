@@ -58,7 +58,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 # ---- linear ----
 
 class LinearFunction(Function):
-    """y = x @ w^T + b  (x: (N, in), w: (out, in));  dx = dout @ w,  dw = dout^T @ x,  db = sum(dout)"""
+    """y = x @ w^T + b  (x: (..., in), w: (out, in));  dx = dout @ w,  dw = dout^T @ x,  db = sum(dout)
+    (dw and db summed over every leading axis of x, flattened into N rows)"""
 
     def forward(self, x, w, *b):
         self.x, self.w = x, w
@@ -68,7 +69,7 @@ class LinearFunction(Function):
         return y
 
     def backward(self, dout):
-        # in the forward pass this was: y = x @ w.T + b, as (N, in) @ (in, out) + (out,)
+        # in the forward pass this was: y = x @ w.T + b, as (..., in) @ (in, out) + (out,); as_rows: (N, in)
         dx = matmul_2d(dout, self.w) if self.needs_input_grad[0] else None
         dw = as_rows(dout).T @ as_rows(self.x) if self.needs_input_grad[1] else None
         db = (as_rows(dout).sum(axis=0),) if len(self.needs_input_grad) == 3 else ()

@@ -20,8 +20,9 @@ class ScaledDotProductAttentionFunction(Function):
 
     dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(dP * P))  (softmax's backward, row by row),
     dQ = dS K * scale,  dK = dS^T Q * scale,  dmask = dS  (a float mask is added to S).
-    With dropout, O = (P * keep / (1 - p)) V: dV and dP use the kept, rescaled weights, dP is then
-    masked and scaled the same way. Each gradient is summed back over the axes its input was broadcast along.
+    With dropout, out = D V, D = P * keep / (1 - p): dV = D^T dO, and dD = dO V^T gives dP = dD * keep / (1 - p).
+    A query that sees no key has P = 0 in its row, so its output and its dS are 0 (docs/backward.md derives all
+    of this). Each gradient is summed back over the axes its input was broadcast along.
     """
 
     def forward(self, q, k, v, *float_mask, hidden, scale, dropout_p):
@@ -55,11 +56,11 @@ class ScaledDotProductAttentionFunction(Function):
         q, k, v, p, scale, drop = self.q, self.k, self.v, self.p, self.scale, self.drop
         need_q, need_k, need_v, *need_mask = self.needs_input_grad
         # in the forward pass this was: out = softmax(q @ k^T * scale + mask) @ v
-        weights = p if drop is None else p * drop  # what multiplied V in forward
+        weights = p if drop is None else p * drop  # D, what multiplied V in forward
         dv = unbroadcast(weights.swapaxes(-1, -2) @ dout, v.shape) if need_v else None
-        dp = dout @ v.swapaxes(-1, -2)
+        dp = dout @ v.swapaxes(-1, -2)  # dD
         if drop is not None:
-            dp *= drop
+            dp *= drop  # dP = dD * keep / (1 - p)
         ds = dp - (dp * p).sum(axis=-1, keepdims=True)
         ds *= p
         dq = unbroadcast((ds @ k) * scale, q.shape) if need_q else None

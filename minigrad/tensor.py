@@ -105,8 +105,10 @@ class Function:
         """Run forward on the inputs' arrays; where a gradient is wanted, record the node for backward."""
         op, arrays, needs, edges = cls._op, [], [], []
         for i, t in enumerate(inputs):
-            if not isinstance(t, Tensor):
-                raise TypeError(f"{op}: input {i} is a {type(t).__name__}, not a tensor; wrap it with mg.tensor()")
+            if not isinstance(t, Tensor):  # an array not wrapped yet, or an option given by position
+                raise TypeError(f"{cls.__name__}.apply: input {i} is a {type(t).__name__} ({t!r:.30}), not a tensor; "
+                                "inputs are tensors (mg.tensor(array) wraps an array), options are keyword "
+                                f"arguments: {cls.__name__}.apply(x, p=0.5) calls forward(x.data, p=0.5)")
             if i and (t.dtype != arrays[0].dtype or type(t.data) is not type(arrays[0])):  # another dtype or device
                 check_same_device_and_dtype(op, inputs)  # raises, naming every input's shape and dtype or device
             arrays.append(t.data)
@@ -413,6 +415,8 @@ def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
                 raise RuntimeError(
                     f"{type(node).__name__}.backward returned a gradient of shape {dx.shape} and dtype "
                     f"{dx.dtype} for an input of shape {parent.shape} and dtype {parent.dtype}"
+                    + ("; the gradient of an input that forward broadcast is summed back to its shape "
+                       "(arrays.unbroadcast)" if dx.shape != parent.shape else "")
                 )
             fresh = dx is not dout and dx.base is None  # speed: ours to add into (not dout, nor a view of it)
             if id(parent) not in grads:

@@ -64,7 +64,7 @@ class MultiHeadSelfAttention(nn.Module):
 
     def forward(self, x: Tensor, cache: KVCache | None = None, trace: list[dict[str, Tensor]] | None = None) -> Tensor:
         """x (B, T, C) -> (B, T, C). With a cache, x continues the positions cached before; a trace list gets this
-        layer's steps appended, as graph tensors (see trace_attention in models/gpt.py)."""
+        layer's steps appended, as graph tensors (q, k, v, scores before the mask, weights, out; see GPT.forward)."""
         B, T, C = x.shape
         nh, n_kv, hs = self.n_heads, self.n_kv_heads, self.head_size
 

@@ -18,7 +18,7 @@ from minigrad.arrays import as_array, stable_softmax
 from minigrad.tensor import Tensor, no_grad
 from models.attention import KVCache, MultiHeadSelfAttention
 
-IGNORE_INDEX = -1  # targets with this value are not scored (prompt tokens, padding)
+IGNORE_INDEX = -100  # targets with this value are not scored (prompt tokens, padding), as in PyTorch
 Trace = list[dict[str, Tensor]]  # one dict per layer: its attention's q, k, v, scores, weights, out
 
 

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-IGNORE_INDEX = -1  # as models.gpt: targets with this value are not scored
+IGNORE_INDEX = -100  # as models.gpt: targets with this value are not scored
 
 
 class MultiHeadSelfAttention(nn.Module):

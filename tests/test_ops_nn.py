@@ -292,6 +292,52 @@ def test_sdpa_query_that_sees_no_key_gets_zeros(rand) -> None:
     assert np.isfinite(grad(k)).all() and np.isfinite(grad(v)).all()
 
 
+@needs_torch
+def test_a_query_that_sees_no_key_gets_zeros_from_sdpa_and_nan_written_out_as_in_pytorch() -> None:
+    """SDPA takes attention to no key as the empty sum, 0, with no gradient through that query; the written-out
+    steps take softmax of a row of -inf alone, 0 / 0 = NaN. The rows that see a key agree, in value and gradient."""
+    rng = np.random.default_rng(7)
+    q, k, v = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 5, 4)), rng.standard_normal((2, 5, 6))
+    mask = np.zeros((3, 5))
+    mask[1] = -np.inf  # query 1 sees no key
+    mask[2, 3:] = -np.inf
+    dout = rng.standard_normal((2, 3, 6))
+    sdpa, written = ([mg.tensor(a, requires_grad=True) for a in (q, k, v)] for _ in range(2))
+    ours = F.scaled_dot_product_attention(*sdpa, attn_mask=mask)
+    with np.errstate(invalid="ignore"):  # -inf - (-inf) in the softmax of query 1's row
+        ours_written = composed_weights(*written[:2], mg.tensor(mask)) @ written[2]
+    tq, tk, tv = (_t(a, requires_grad=True) for a in (q, k, v))
+    theirs = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=_t(mask))
+    theirs_written = torch.softmax(tq @ tk.transpose(-2, -1) / 2 + _t(mask), dim=-1) @ tv
+
+    np.testing.assert_array_equal(ours.numpy()[:, 1], 0)
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), **TOL)
+    assert np.isnan(ours_written.numpy()[:, 1]).all() and np.isnan(theirs_written.detach().numpy()[:, 1]).all()
+    np.testing.assert_allclose(ours_written.numpy()[:, [0, 2]], ours.numpy()[:, [0, 2]], **TOL)
+
+    ours.backward(dout)
+    theirs.backward(_t(dout))
+    np.testing.assert_array_equal(grad(sdpa[0])[:, 1], 0)
+    for m, t in zip(sdpa, (tq, tk, tv), strict=True):
+        np.testing.assert_allclose(grad(m), t.grad.numpy(), **TOL)
+    ours_written.backward(dout)  # NaN weights reach every gradient but dq of the rows that see a key
+    assert np.isnan(grad(written[2])).all() and np.isnan(grad(written[1])).all()
+    np.testing.assert_allclose(grad(written[0])[:, [0, 2]], grad(sdpa[0])[:, [0, 2]], **TOL)
+
+
+def test_sdpa_with_the_projects_causal_mask_is_causal_attention(rand) -> None:
+    """F.causal_mask is additive (0 / -inf), so as attn_mask it hides the future, exactly as is_causal does."""
+    q, k, v = rand(2, 3, 4, 4), rand(2, 3, 6, 4), rand(2, 3, 6, 5)
+    with_mask = F.scaled_dot_product_attention(q, k, v, attn_mask=F.causal_mask(4, 6, dtype=q.dtype, device=q.device))
+    np.testing.assert_array_equal(with_mask.numpy(), F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy())
+    changed = v.numpy().copy()
+    changed[..., -1, :] += 1  # the last key's value: in the future of every query but the last
+    moved = F.scaled_dot_product_attention(q, k, mg.tensor(changed, device=q.device),
+                                           attn_mask=F.causal_mask(4, 6, dtype=q.dtype, device=q.device))
+    np.testing.assert_array_equal(moved.numpy()[..., :3, :], with_mask.numpy()[..., :3, :])
+    assert not np.allclose(moved.numpy()[..., 3, :], with_mask.numpy()[..., 3, :])
+
+
 def test_sdpa_dropout_drops_the_weights_as_f_dropout_does(rand) -> None:
     """Same seed, same draw: the fused node equals softmax, F.dropout, @ v, in value and gradient."""
     q, k, v = rand(2, 4, 3), rand(2, 6, 3), rand(2, 6, 5)

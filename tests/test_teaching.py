@@ -1,6 +1,7 @@
 """What a learner reaches for: intermediate gradients (retain_grad), gradient hooks (register_hook),
-activation layers for nn.Sequential, and a clear error from a hand-written backward that returns a bare
-array. Expected gradients come from calculus by hand, and from PyTorch where it is installed.
+activation layers for nn.Sequential, and clear errors from a hand-written Function (a backward that returns a bare
+array or a broadcast gradient, an option given by position). Expected gradients come from calculus by hand, and from
+PyTorch where it is installed.
 """
 
 from __future__ import annotations
@@ -231,3 +232,35 @@ def test_backward_returning_too_few_gradients_names_the_counts(rand) -> None:
 
     with pytest.raises(TypeError, match="Mul.backward returned 1 gradients for 2 inputs"):
         Mul.apply(rand(3), rand(3)).sum().backward()
+
+
+def test_an_option_passed_by_position_is_named_as_an_option(rand) -> None:
+    """Function.apply takes tensors by position and options by keyword; a number in between is an option."""
+    class Scale(mg.Function):
+        def forward(self, x, factor):
+            self.factor = factor
+            return x * factor
+
+        def backward(self, dout):
+            return (dout * self.factor,)
+
+    x = rand(3)
+    with pytest.raises(TypeError, match=r"Scale.apply: input 1 is a float \(0.5\), not a tensor; .*options are "
+                                        r"keyword arguments: Scale.apply\(x, p=0.5\)"):
+        Scale.apply(x, 0.5)
+    Scale.apply(x, factor=0.5).sum().backward()
+    np.testing.assert_array_equal(grad(x), np.full(3, 0.5))
+
+
+def test_a_gradient_left_broadcast_says_to_sum_it_back(rand) -> None:
+    """A custom Function whose inputs broadcast sums each gradient back to its input's shape itself."""
+    class AddBias(mg.Function):
+        def forward(self, x, b):
+            return x + b
+
+        def backward(self, dout):
+            return dout, dout  # db should be dout summed over the rows
+
+    with pytest.raises(RuntimeError, match=r"AddBias.backward returned a gradient of shape \(2, 3\) and dtype float64 "
+                                           r"for an input of shape \(3,\) .*summed back to its shape"):
+        AddBias.apply(rand(2, 3), rand(3)).sum().backward()
