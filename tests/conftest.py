@@ -23,13 +23,6 @@ NO_CUDA_REASON = "device 'cuda': minigrad.backend.cuda_available() is False (CuP
 REQUIRE_CUDA = "MINIGRAD_REQUIRE_CUDA"
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Where nbmake is installed (the test extra), notebooks/*.ipynb run too, each top to bottom; without it, plain
-    pytest runs the tests alone."""
-    if config.pluginmanager.hasplugin("nbmake"):
-        config.option.nbmake = True
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before any fixture of a test marked `cuda`: skip it where no GPU is found, or fail it if one is required."""
