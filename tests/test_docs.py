@@ -7,7 +7,8 @@ How those files mark their code blocks (GitHub shows them as ordinary code):
   each of its lines must appear in that function of that file (a trailing comment may be left out).
 - ```console blocks: a line starting with "$ " is a command, the lines after it what it prints. Only
   `python train.py` (the default run, trained once per test session) and `python train.py explain ...`
-  are run; other commands belong in plain ``` blocks, which are not run.
+  are run; other commands belong in plain ``` blocks, which are not run. The ```python blocks after such a
+  block run in a folder where `out` holds what `python train.py` saved, as in a checkout after the command.
 - Expected output: a line "..." stands for any number of lines, "..." inside a line for any text, and
   blank lines are ignored. Numbers with a decimal point match to 1% plus two units of their last digit,
   since float32 training rounds differently with another CPU or thread count; the rest matches exactly.
@@ -139,8 +140,8 @@ def test_output_matching_rules() -> None:
 
 @pytest.fixture(scope="session")
 def default_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """`python train.py` once per session: (the folder it saved its model in, what it printed)."""
-    out = tmp_path_factory.mktemp("default_run")
+    """`python train.py` once per session: (the folder it saved its model in, `out` as by default; what it printed)."""
+    out = tmp_path_factory.mktemp("default_run") / "out"
     return out, run_train_py([], out)
 
 
@@ -173,7 +174,8 @@ def run_console(block: Block, where: str, default_run: tuple[Path, str]) -> None
 
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
-def test_code_blocks_run_and_print_what_the_file_shows(path: Path, request: pytest.FixtureRequest) -> None:
+def test_code_blocks_run_and_print_what_the_file_shows(path: Path, request: pytest.FixtureRequest,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     namespace: dict = {"__name__": f"doc:{path.name}"}
     for block in blocks(path):
         where = f"{path.relative_to(ROOT)}, line {block.line}"
@@ -185,7 +187,9 @@ def test_code_blocks_run_and_print_what_the_file_shows(path: Path, request: pyte
                 assert output_matches(block.output.code, printed.getvalue()), (
                     f"{where} printed\n{printed.getvalue()}\nwhich does not match the file's\n{block.output.code}")
         elif block.info == "console":
-            run_console(block, where, request.getfixturevalue("default_run"))
+            trained = request.getfixturevalue("default_run")
+            run_console(block, where, trained)
+            monkeypatch.chdir(trained[0].parent)  # later blocks find the trained model in ./out
 
 
 # ---- code quoted and named ----
