@@ -1,5 +1,5 @@
 """F.scaled_dot_product_attention (SDPA): softmax(Q K^T * scale + mask) V as one Function with a closed-form
-backward. models/attention.py writes the same steps out, a node each, to teach them.
+backward. models/attention.py writes the same steps out, six nodes, to teach them.
 Shapes: ... batch axes (they broadcast), L queries, S keys and values, E query and key size, Ev value size.
 """
 
@@ -76,8 +76,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     """softmax(query key^T * scale + mask) value in one graph node, as torch.nn.functional.scaled_dot_product_attention
     (same arguments): query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev), batch axes broadcast.
     attn_mask: boolean, True where a query may attend, or float, added to the scores (F.causal_mask is one); a query
-    that may attend to no key gets zeros. is_causal: the L queries are the last L of S positions (PyTorch aligns
-    them top left; the same when L == S); docs/backward.md derives the backward. scale: 1 / sqrt(E) by default."""
+    that may attend to no key gets zeros (F.softmax of the steps written out gives NaN there, as in PyTorch: see
+    docs/backward.md, which derives the backward). is_causal: the L queries are the last L of S positions (PyTorch
+    aligns them top left; the same when L == S). scale: 1 / sqrt(E) by default."""
     op = "scaled_dot_product_attention"
     check_float(op, query)
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2 or query.shape[-1] != key.shape[-1] \

@@ -4,7 +4,8 @@ How those files mark their code blocks (GitHub shows them as ordinary code):
 - ```python blocks run, in order, sharing one namespace per file. A ```text block right after one is
   what it prints.
 - A ```python block right after a line that ends in "(`path.py`, `Name.method`):" is a quote, not run:
-  each of its lines must appear in that function of that file (a trailing comment may be left out).
+  each of its lines must appear in that function of that file (a trailing comment may be left out), in the
+  same order and at the same depths relative to each other (lines may be left out between them).
 - ```console blocks: a line starting with "$ " is a command, the lines after it what it prints. Only
   `python train.py` (the default run, trained once per test session) and `python train.py explain ...`
   are run; other commands belong in plain ``` blocks, which are not run. The ```python blocks after such a
@@ -224,6 +225,37 @@ def test_quoted_code_is_in_the_function_named(path: Path) -> None:
         for line in block.code.splitlines():
             assert not line.strip() or line.strip() in known, (
                 f"{where}: `{line.strip()}` is not (any longer) in {qualname} in {file}")
+        assert _in_order_and_nesting(block.code, source), (
+            f"{where}: the quoted lines are all in {qualname} in {file}, but not in this order or not at these "
+            "depths relative to each other; quote a block as it stands (lines left out are fine)")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _in_order_and_nesting(quote: str, source: list[str]) -> bool:
+    """The quote's lines appear in the source in the same order, each indented relative to the first one as there."""
+    wanted = [ln for ln in quote.splitlines() if ln.strip()]
+    found = []  # source line numbers, matched greedily from the top
+    start = 0
+    for line in wanted:
+        match = next((i for i in range(start, len(source))
+                      if line.strip() in (source[i].strip(), _without_comment(source[i]))), None)
+        if match is None:
+            return False
+        found.append(match)
+        start = match + 1
+    return all(_indent(q) - _indent(wanted[0]) == _indent(source[i]) - _indent(source[found[0]])
+               for q, i in zip(wanted, found, strict=True))
+
+
+def test_quote_rules() -> None:
+    source = ["def f(x):", "    if x:", "        a = 1  # one", "    b = 2", "    return a"]
+    assert _in_order_and_nesting("if x:\n    a = 1\nb = 2\n", source)
+    assert _in_order_and_nesting("a = 1  # one\n", source) and _in_order_and_nesting("if x:\nb = 2\n", source)
+    assert not _in_order_and_nesting("a = 1\nb = 2\n", source)  # spliced from two depths
+    assert not _in_order_and_nesting("b = 2\nif x:\n", source)  # out of order
 
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
