@@ -105,10 +105,12 @@ class Function:
         """Run forward on the inputs' arrays; where a gradient is wanted, record the node for backward."""
         op, arrays, needs, edges = cls._op, [], [], []
         for i, t in enumerate(inputs):
-            if not isinstance(t, Tensor):  # an array not wrapped yet, or an option given by position
-                raise TypeError(f"{cls.__name__}.apply: input {i} is a {type(t).__name__} ({t!r:.30}), not a tensor; "
-                                "inputs are tensors (mg.tensor(array) wraps an array), options are keyword "
-                                f"arguments: {cls.__name__}.apply(x, p=0.5) calls forward(x.data, p=0.5)")
+            if not isinstance(t, Tensor):  # an option given by position, or an array not wrapped yet
+                raise TypeError(
+                    f"{op}: input {i} is a {type(t).__name__} ({t!r}), not a tensor; options are keyword arguments: "
+                    f"{cls.__name__}.apply(x, name={t!r}) calls forward(x.data, name={t!r})"
+                    if isinstance(t, (int, float, np.generic)) else
+                    f"{op}: input {i} is a {type(t).__name__}, not a tensor; wrap it with mg.tensor()")
             if i and (t.dtype != arrays[0].dtype or type(t.data) is not type(arrays[0])):  # another dtype or device
                 check_same_device_and_dtype(op, inputs)  # raises, naming every input's shape and dtype or device
             arrays.append(t.data)

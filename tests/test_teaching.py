@@ -235,7 +235,8 @@ def test_backward_returning_too_few_gradients_names_the_counts(rand) -> None:
 
 
 def test_an_option_passed_by_position_is_named_as_an_option(rand) -> None:
-    """Function.apply takes tensors by position and options by keyword; a number in between is an option."""
+    """Function.apply takes tensors by position and options by keyword: a number there is named as an option,
+    an array as an array to wrap."""
     class Scale(mg.Function):
         def forward(self, x, factor):
             self.factor = factor
@@ -245,9 +246,11 @@ def test_an_option_passed_by_position_is_named_as_an_option(rand) -> None:
             return (dout * self.factor,)
 
     x = rand(3)
-    with pytest.raises(TypeError, match=r"Scale.apply: input 1 is a float \(0.5\), not a tensor; .*options are "
-                                        r"keyword arguments: Scale.apply\(x, p=0.5\)"):
+    with pytest.raises(TypeError, match=r"^scale: input 1 is a float \(0.5\), not a tensor; options are keyword "
+                                        r"arguments: Scale.apply\(x, name=0.5\) calls forward\(x.data, name=0.5\)"):
         Scale.apply(x, 0.5)
+    with pytest.raises(TypeError, match=r"^scale: input 0 is a ndarray, not a tensor; wrap it with mg.tensor\(\)"):
+        Scale.apply(x.numpy(), factor=0.5)
     Scale.apply(x, factor=0.5).sum().backward()
     np.testing.assert_array_equal(grad(x), np.full(3, 0.5))
 
