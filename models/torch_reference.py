@@ -48,23 +48,24 @@ class MultiHeadSelfAttention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, C: int, dropout: float, bias: bool) -> None:
+    def __init__(self, C: int, dropout: float, bias: bool, gelu: str) -> None:
         super().__init__()
         self.fc = nn.Linear(C, 4 * C, bias)
         self.proj = nn.Linear(4 * C, C, bias)
         self.dropout = nn.Dropout(dropout)
+        self.approximate = gelu  # F.gelu's: "tanh", GPT-2's GELU, or "none", the exact one (nanoGPT's nn.GELU())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.dropout(self.proj(F.gelu(self.fc(x), approximate="tanh")))  # GPT-2's tanh GELU
+        return self.dropout(self.proj(F.gelu(self.fc(x), approximate=self.approximate)))
 
 
 class DecoderBlock(nn.Module):
-    def __init__(self, C: int, nh: int, dropout: float, bias: bool) -> None:
+    def __init__(self, C: int, nh: int, dropout: float, bias: bool, gelu: str) -> None:
         super().__init__()
         self.ln_1 = nn.LayerNorm(C, eps=1e-5, bias=bias)
         self.attn = MultiHeadSelfAttention(C, nh, dropout, bias)
         self.ln_2 = nn.LayerNorm(C, eps=1e-5, bias=bias)
-        self.mlp = MLP(C, dropout, bias)
+        self.mlp = MLP(C, dropout, bias, gelu)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln_1(x))
@@ -82,7 +83,7 @@ class TorchGPT(nn.Module):
         self.wpe = nn.Embedding(config.block_size, C)
         self.drop = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList(
-            [DecoderBlock(C, config.n_head, config.dropout, config.bias) for _ in range(config.n_layer)]
+            [DecoderBlock(C, config.n_head, config.dropout, config.bias, config.gelu) for _ in range(config.n_layer)]
         )
         self.ln_f = nn.LayerNorm(C, eps=1e-5, bias=config.bias)
 

@@ -254,7 +254,8 @@ def test_token_ids_of_wrong_shape_or_dtype_are_refused(idx, arch):
 
 # ---- the PyTorch reference: same weights, same logits, loss and gradients ----
 
-@pytest.mark.parametrize("arch, overrides", [("gpt", {"bias": True}), ("gpt", {"bias": False}), ("llama", {})])
+@pytest.mark.parametrize("arch, overrides", [("gpt", {"bias": True}), ("gpt", {"bias": False}),
+                                             ("gpt", {"bias": False, "gelu": "none"}), ("llama", {})])
 def test_torch_reference_matches_logits_loss_and_every_gradient(arch, overrides):
     """The LLaMA-style model's reference, TorchLlama, is written with PyTorch's own RMSNorm, complex-number
     rotations and fused attention: an independent check of RMSNorm, rotary positions and SwiGLU."""
