@@ -1,16 +1,109 @@
 """Text <-> token ids, one interface for every tokenizer here: encode(text) -> ids, decode(ids) -> text, vocab_size,
 token(i) (one token's text, for explain's tables) and to_state() (JSON, kept in a checkpoint), rebuilt by from_state()
-from its "kind". HFTokenizer: a Hugging Face folder's tokenizer.json, through the `tokenizers` package.
+from its "kind". CharTokenizer: one token per character of a text; BPETokenizer: byte-level BPE trained on a text;
+HFTokenizer: a Hugging Face folder's tokenizer.json. The last two run on the `tokenizers` package.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterable
 from typing import Any
 
 TOKENIZER_FILE = "tokenizer.json"
+BPE_VOCAB_SIZE = 1024  # BPETokenizer.train's vocabulary unless told: 256 bytes and 768 merges
+
+
+class CharTokenizer:
+    """One token per distinct character of the text it was made from, in sorted order: "abca" -> a=0, b=1, c=2."""
+
+    kind = "char"
+
+    def __init__(self, chars: Iterable[str]) -> None:
+        self.chars = list(chars)
+        if not self.chars or any(not isinstance(c, str) or len(c) != 1 for c in self.chars):
+            raise ValueError(f"CharTokenizer: expected a non-empty list of single characters, got {self.chars!r:.80}")
+        self.stoi = {c: i for i, c in enumerate(self.chars)}
+        if len(self.stoi) != len(self.chars):
+            raise ValueError("CharTokenizer: a character appears twice in its list")
+
+    @classmethod
+    def train(cls, text: str) -> CharTokenizer:
+        return cls(sorted(set(text)))
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.chars)
+
+    def encode(self, text: str) -> list[int]:
+        try:
+            return [self.stoi[c] for c in text]
+        except KeyError as err:
+            shown = "".join(self.chars) if len(self.chars) <= 60 else f"{len(self.chars)} characters"
+            raise ValueError(f"unknown character {err.args[0]!r} (this tokenizer knows {shown!r})") from None
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return "".join(self.chars[int(i)] for i in ids)
+
+    def token(self, i: int) -> str:
+        return self.chars[i]
+
+    def to_state(self) -> dict[str, Any]:
+        return {"kind": self.kind, "chars": self.chars}
+
+
+class BPETokenizer:
+    """Byte-level BPE, as GPT-2's: the text's UTF-8 bytes, each of the 256 a token to begin with, and then the
+    commonest adjacent pairs merged into new tokens until `vocab_size`. Any text encodes, and decodes back exactly."""
+
+    kind = "bpe"
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer  # a tokenizers.Tokenizer
+
+    @classmethod
+    def train(cls, text: str, vocab_size: int = BPE_VOCAB_SIZE) -> BPETokenizer:
+        """Learn the merges from `text` (the training text, never the held-out part) up to vocab_size tokens."""
+        tk = tokenizers_package()
+        if vocab_size < 256:
+            raise ValueError(f"BPETokenizer: vocab_size must be at least 256 (one token per byte), got {vocab_size}")
+        tokenizer = tk.Tokenizer(tk.models.BPE())
+        tokenizer.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False)  # bytes, split as GPT-2's
+        tokenizer.decoder = tk.decoders.ByteLevel()
+        trainer = tk.trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False, special_tokens=[],
+                                         initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet())  # all 256 bytes
+        tokenizer.train_from_iterator([text], trainer)
+        return cls(tokenizer)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.get_vocab_size()
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text).ids
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The text of the tokens; bytes that are no whole UTF-8 character (a sample cut mid-way) become U+FFFD."""
+        return self.tokenizer.decode([int(i) for i in ids])
+
+    def token(self, i: int) -> str:
+        """Token i's bytes as text; a byte that is part of a character split across tokens is shown as \\xNN."""
+        to_byte = byte_of_symbol()
+        return bytes(to_byte[s] for s in self.tokenizer.id_to_token(i)).decode("utf-8", errors="backslashreplace")
+
+    def to_state(self) -> dict[str, Any]:
+        return {"kind": self.kind, "json": self.tokenizer.to_str()}
+
+
+@functools.cache
+def byte_of_symbol() -> dict[str, int]:
+    """GPT-2's byte-level alphabet, symbol -> byte: printable bytes stand for themselves, the other 68 (space, control
+    characters, ...) for the characters U+0100 onwards, in order; so a token's name is text, "Ġthe" for b" the"."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    others = [b for b in range(256) if b not in printable]
+    return {**{chr(b): b for b in printable}, **{chr(0x100 + n): b for n, b in enumerate(others)}}
 
 
 class HFTokenizer:
@@ -69,17 +162,21 @@ def tokenizers_package() -> Any:
     try:
         import tokenizers
     except ImportError:
-        raise ImportError("a Hugging Face tokenizer.json needs tokenizers: pip install -e '.[hf]'") from None
+        raise ImportError("byte-level BPE and a Hugging Face tokenizer.json need the tokenizers package: "
+                          "pip install -e '.[text]' (or '.[hf]')") from None
     return tokenizers
 
 
-def from_state(state: dict[str, Any]) -> HFTokenizer:
+def from_state(state: dict[str, Any]) -> CharTokenizer | BPETokenizer | HFTokenizer:
     """The tokenizer that to_state() described, by its "kind"; a malformed state is a ValueError."""
     kind = state.get("kind") if isinstance(state, dict) else None
-    if kind == "hf" and isinstance(state.get("json"), str):
+    if kind == "char" and isinstance(state.get("chars"), list):
+        return CharTokenizer(state["chars"])
+    if kind in ("bpe", "hf") and isinstance(state.get("json"), str):
         try:
             tokenizer = tokenizers_package().Tokenizer.from_str(state["json"])
         except Exception as err:  # tokenizers raises its own Exception on JSON it cannot read
             raise ValueError(f"the stored tokenizer.json cannot be read ({err})") from None
-        return HFTokenizer(tokenizer, state.get("bos_id"), state.get("eos_id"))
-    raise ValueError(f"not a tokenizer state: kind {kind!r} (known: hf), or its fields missing")
+        return BPETokenizer(tokenizer) if kind == "bpe" else HFTokenizer(tokenizer, state.get("bos_id"),
+                                                                         state.get("eos_id"))
+    raise ValueError(f"not a tokenizer state: kind {kind!r} (known: char, bpe, hf), or its fields missing")
