@@ -1,5 +1,6 @@
-"""The checkpoint file of a training run: its settings, weights, optimizer state, vocabulary and random states,
-written atomically; read back and checked; and turned back into the run's task and model (explain, sample, resume).
+"""The checkpoint file of a training run: its settings, weights, optimizer state, vocabulary, tokenizer and random
+states, written atomically; read back, checked, older formats migrated; and turned back into the run's task and model
+(explain, sample, resume).
 """
 
 from __future__ import annotations
@@ -13,26 +14,32 @@ import minigrad as mg
 from minigrad import backend, nn
 from minigrad.optim import Optimizer
 from settings import CHECKPOINT, DEFAULTS, RunFailed, UsageError, build_model, build_task, check_settings, model_config
-from tasks import Task
+from tasks import Task, TextTask
+from tokenizer import CharTokenizer, from_state
 
-FORMAT = 2  # 2: each attention's W_Q, W_K, W_V as q_proj, k_proj, v_proj; 1 (no "format" entry): one matrix, qkv
+FORMAT = 3  # 3: the text task's tokenizer, the best held-out estimate, and the settings of grad_accum, beta2, ...
+# 2: without those; each attention's W_Q, W_K, W_V as q_proj, k_proj, v_proj. 1 (no "format" entry): one matrix, qkv
+NEW_IN_3 = ("tokenizer", "vocab_size", "bias", "gelu", "grad_accum", "min_lr", "beta2", "eval_iters", "always_save")
 
 
-def save_checkpoint(path: str, model: nn.Module, opt: Optimizer, step: int, settings: dict[str, Any],
-                    vocab: list[str], data_rng: np.random.Generator) -> None:
-    """Everything needed to continue exactly: weights, optimizer, step, settings, the task's vocabulary
-    (token id i is vocab[i]) and the random-number states. Written atomically by mg.save."""
+def save_checkpoint(path: str, model: nn.Module, opt: Optimizer, step: int, settings: dict[str, Any], task: Task,
+                    data_rng: np.random.Generator, best_val: float | None = None) -> None:
+    """Everything needed to continue exactly: weights, optimizer, step, settings, the task's vocabulary (token id i is
+    vocab[i]) and the text task's tokenizer, the best held-out estimate so far (for --keep-best) and the random-number
+    states. Written atomically by mg.save."""
+    tokenizer = task.tokenizer.to_state() if isinstance(task, TextTask) else None
     try:
         mg.save(path, {"format": FORMAT, "model": model.state_dict(), "optim": opt.state_dict(), "step": step,
-                       "settings": settings,
-                       "vocab": vocab, "rng": {"data": data_rng.bit_generator.state,
-                                               "cpu": backend.generator("cpu").bit_generator.state}})
+                       "settings": settings, "vocab": task.vocab, "tokenizer": tokenizer, "best_val": best_val,
+                       "rng": {"data": data_rng.bit_generator.state,
+                               "cpu": backend.generator("cpu").bit_generator.state}})
     except OSError as err:
         raise RunFailed(f"cannot write the checkpoint {path}: {err}") from None
 
 
 def load_checkpoint(out: str) -> dict[str, Any]:
-    """The checkpoint in the folder `out`, checked to be one that train.py wrote, with usable settings."""
+    """The checkpoint in the folder `out`, checked to be one that train.py wrote, with usable settings; one of an
+    older format is brought up to this one (its "format" entry still says which it was)."""
     path = os.path.join(out, CHECKPOINT)
     if not os.path.exists(path):
         raise UsageError(f"no checkpoint at {path}; train one first: python train.py --out {out}")
@@ -40,15 +47,18 @@ def load_checkpoint(out: str) -> dict[str, Any]:
         ckpt = mg.load(path)
     except ValueError as err:
         raise UsageError(str(err)) from None
+    version = ckpt.setdefault("format", 1)
+    if version not in range(1, FORMAT + 1):
+        raise UsageError(f"{path} has checkpoint format {version!r}; this train.py reads formats 1 to {FORMAT} "
+                         "(was it written by a newer minigrad?)")
     kinds = {"model": dict, "optim": dict, "step": int, "settings": dict, "vocab": list, "rng": dict}
     wrong = [key for key, kind in kinds.items() if not isinstance(ckpt.get(key), kind)]
+    if not wrong and version < 3:
+        _add_format_3_entries(ckpt)
     wrong += [f"settings/{key}" for key in DEFAULTS if "settings" not in wrong and key not in ckpt["settings"]]
+    wrong += [key for key in ("tokenizer", "best_val") if key not in ckpt]
     if wrong:
         raise UsageError(f"{path} is not a checkpoint of this train.py: {', '.join(wrong)} missing or malformed")
-    version = ckpt.setdefault("format", 1)
-    if version not in (1, FORMAT):
-        raise UsageError(f"{path} has checkpoint format {version!r}; this train.py reads formats 1 and {FORMAT} "
-                         "(was it written by a newer minigrad?)")
     if version == 1:
         _split_qkv_weights(ckpt["model"])
     try:
@@ -60,23 +70,46 @@ def load_checkpoint(out: str) -> dict[str, Any]:
     return ckpt
 
 
-def check_vocab(ckpt: dict[str, Any], task: Task) -> None:
-    """Refuse a task whose token ids would mean other tokens than the checkpoint's (a changed --data file)."""
-    saved = ckpt["vocab"]
-    if task.vocab != saved:
-        data = ckpt["settings"]["data"]
-        source = f"task {task.name!r}" if data is None else f"--data {data}"
+def _add_format_3_entries(ckpt: dict[str, Any]) -> None:
+    """Formats 1 and 2 to 3, in place: the settings added since, as those runs had them (the text task's windows were
+    32 characters, so its block size is 31 unless one was given), its character tokenizer, and no best estimate."""
+    settings = ckpt["settings"]
+    text = settings.get("task") == "text"
+    if text and settings.get("block_size") is None:
+        settings["block_size"] = 31
+    settings.update({key: DEFAULTS[key] for key in NEW_IN_3 if key not in settings})
+    ckpt["tokenizer"] = CharTokenizer(ckpt["vocab"]).to_state() if text else None
+    ckpt["best_val"] = None
+
+
+def restore_task(ckpt: dict[str, Any], settings: dict[str, Any] | None = None) -> Task:
+    """The checkpoint's task (with `settings`, default its own), the text task's file read with the checkpoint's own
+    tokenizer, so that every token id means what it meant in training; a task whose vocabulary changed is refused."""
+    settings = ckpt["settings"] if settings is None else settings
+    try:
+        tokenizer = None if ckpt["tokenizer"] is None else from_state(ckpt["tokenizer"])
+    except ValueError as err:
+        raise UsageError(f"the checkpoint's tokenizer: {err}") from None
+    try:
+        task = build_task(settings, tokenizer)
+    except UsageError as err:
+        if tokenizer is None:
+            raise
+        raise UsageError(f"{err}; was --data {settings['data']} changed since? Start a new run with another "
+                         "--out") from None
+    if task.vocab != ckpt["vocab"]:  # a task of this code whose tokens are not the ones the checkpoint knew
+        saved = ckpt["vocab"]
         added, gone = sorted(set(task.vocab) - set(saved)), sorted(set(saved) - set(task.vocab))
-        raise UsageError(f"the vocabulary of {source} is not the one the checkpoint was trained on "
-                         f"({len(saved)} tokens then, {len(task.vocab)} now; new {''.join(added[:20])!r}, "
-                         f"gone {''.join(gone[:20])!r}); start a new run with another --out")
+        raise UsageError(f"the vocabulary of task {task.name!r} is not the one the checkpoint was trained on "
+                         f"({len(saved)} tokens then, {len(task.vocab)} now; new {' '.join(added[:20])!r}, "
+                         f"gone {' '.join(gone[:20])!r}); start a new run with another --out")
+    return task
 
 
 def restore(ckpt: dict[str, Any], device: str) -> tuple[Task, nn.Module]:
     """The task and the model of a checkpoint from load_checkpoint, with its weights, on `device`."""
     settings = ckpt["settings"]
-    task = build_task(settings)
-    check_vocab(ckpt, task)
+    task = restore_task(ckpt)
     model = build_model(settings, model_config(settings, task), device)
     load_weights(model, ckpt)
     return task, model
@@ -115,14 +148,12 @@ def load_weights(model: nn.Module, ckpt: dict[str, Any]) -> None:
         raise UsageError(f"the checkpoint's weights do not fit its model: {err}") from None
 
 
-def resume_training(ckpt: dict[str, Any], task: Task, model: nn.Module, opt: Optimizer,
-                    data_rng: np.random.Generator) -> int:
-    """What save_checkpoint saved, put back into a model and optimizer built from its settings: the
-    weights, the optimizer's state and the random-number states. Returns the step to continue from."""
-    check_vocab(ckpt, task)
+def resume_training(ckpt: dict[str, Any], model: nn.Module, opt: Optimizer, data_rng: np.random.Generator) -> int:
+    """What save_checkpoint saved, put back into a model and optimizer built from its settings and task (restore_task):
+    the weights, the optimizer's state and the random-number states. Returns the step to continue from."""
     load_weights(model, ckpt)
     try:
-        saved = ckpt["optim"] if ckpt["format"] == FORMAT else _split_qkv_buffers(ckpt["optim"], model, opt)
+        saved = _split_qkv_buffers(ckpt["optim"], model, opt) if ckpt["format"] == 1 else ckpt["optim"]
         opt.load_state_dict(saved)
         data_rng.bit_generator.state = ckpt["rng"]["data"]
         backend.generator("cpu").bit_generator.state = ckpt["rng"]["cpu"]

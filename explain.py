@@ -31,7 +31,7 @@ def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
     p = argparse.ArgumentParser(prog=prog, description="Print the walkthrough's attention steps "
                                 "with the numbers of the model trained in --out.")
     p.add_argument("--out", default="out", help=f"folder holding {CHECKPOINT} (default ./out)")
-    p.add_argument("--prompt", help="space-separated tokens (characters for the text task); "
+    p.add_argument("--prompt", help="space-separated tokens (text for the text task); "
                                     "default: the first held-out example")
     p.add_argument("--layer", type=int, help="decoder block, from 0 (default: with --head, the block whose head "
                                              "reaches furthest back)")
@@ -123,8 +123,9 @@ class Steps:
 
     @property
     def labels(self) -> list[str]:
-        """The tokens as a reader sees them: a space or a newline of the text task as its repr."""
-        return [token if token.strip() else repr(token) for token in self.tokens]
+        """The tokens as a reader sees them: a space, a newline or another character that would not show (the text
+        task's) as its repr; " the" stays " the", a BPE token's stray byte is \\xe4 already (tokenizer.py)."""
+        return [token if token.isprintable() and token.strip() else repr(token) for token in self.tokens]
 
 
 def attention_steps(model: nn.Module, task: Task, ids: Sequence[int], layer: int | None = None,
@@ -195,7 +196,7 @@ def explain_example(model: nn.Module, task: Task, ids: Sequence[int], layer: int
 
 def table(steps: Steps) -> str:
     """The text walkthrough of steps.query in the layer and head explain picks for it."""
-    i, tokens = steps.query, steps.tokens
+    i, tokens = steps.query, steps.labels
     layer, head, why_head = steps.heads[i]
     scores, w, share = (a[layer, head, i] for a in (steps.scores, steps.weights, steps.shares))  # each (T,)
     lines = [f"\nAttention in layer {layer}, head {head}, for position {i} ({tokens[i]}) "

@@ -6,20 +6,20 @@ Ctrl-C, the ranks of mpiexec, the memory estimate, the report at the end, and th
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
 import minigrad as mg
-from checkpoint import load_checkpoint, resume_training, save_checkpoint
+from checkpoint import load_checkpoint, restore_task, resume_training, save_checkpoint
 from explain import default_ids, explain_example, explain_main
 from minigrad import backend, distributed, nn, runtime
 from minigrad.optim import AdamW, Optimizer, decay_groups
@@ -30,20 +30,24 @@ from settings import (
     CHECKPOINT,
     DEFAULTS,
     DTYPES,
+    GELUS,
     HELDOUT_SEED,
     MODEL_KEYS,
     PRESETS,
+    TOKENIZERS,
     RunFailed,
     UsageError,
     build_model,
     build_task,
+    check_block_size,
     check_device,
     check_settings,
     flag,
     model_config,
     run_cli,
 )
-from tasks import TASKS, Split, Task, split
+from tasks import TASKS, TEXT_CONTEXT, Split, Task, TextTask, split
+from tokenizer import BPE_VOCAB_SIZE
 
 try:
     import fcntl  # the --out lock; POSIX only
@@ -68,42 +72,71 @@ def main(argv: Sequence[str] | None, loop: Callable[[Run], int]) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="train.py",
-        description="Train the minigrad GPT (--arch llama: a LLaMA-style decoder) on a toy next-token task. Tasks: "
-        + "; ".join(f"{k}: {v}" for k, v in TASKS.items()),
+        description="Train the minigrad GPT (--arch llama: a LLaMA-style decoder) on a toy next-token task, or on "
+        "your own text. Tasks: " + "; ".join(f"{k}: {v}" for k, v in TASKS.items()) + ". In [brackets]: nanoGPT's "
+        "name for a setting (docs/train-on-your-text.md).",
         epilog="Explain mode (the walkthrough's steps on a trained model): python train.py explain --help. "
                "Sample mode (continue a prompt): python train.py sample --help")
     g = p.add_argument_group("task")
     g.add_argument("--task", choices=list(TASKS), help=f"what to learn (default {DEFAULTS['task']})")
-    g.add_argument("--data", metavar="FILE", help="UTF-8 text file for --task text")
+    g.add_argument("--data", metavar="FILE", help="UTF-8 text file for --task text; the last 10%% is held out")
+    g.add_argument("--tokenizer", choices=TOKENIZERS, help="text as tokens: char, one per character (default; "
+                   "shakespeare_char), or bpe, byte-level BPE learnt from the training text (pip install -e '.[text]')")
+    g.add_argument("--vocab-size", type=int, help=f"tokens of --tokenizer bpe, at least 256 (default {BPE_VOCAB_SIZE})")
     g = p.add_argument_group("model")
     g.add_argument("--arch", choices=list(ARCHITECTURES),
                    help=f"architecture (default {DEFAULTS['arch']}; llama: RMSNorm, rotary positions, SwiGLU)")
     g.add_argument("--preset", choices=list(PRESETS), help="model size (default tiny: " + ", ".join(
         f"{k} {v['n_embd']}/{v['n_head']}/{v['n_layer']}" for k, v in PRESETS.items()) + " width/heads/layers)")
-    g.add_argument("--n-embd", type=int, help="width (d_model); overrides the preset")
-    g.add_argument("--n-head", type=int, help="attention heads; must divide the width")
-    g.add_argument("--n-layer", type=int, help="decoder blocks")
-    g.add_argument("--block-size", type=int, help="longest sequence (default: what the task needs)")
-    g.add_argument("--dropout", type=float)
+    g.add_argument("--n-embd", type=int, help="width (d_model); overrides the preset [n_embd]")
+    g.add_argument("--n-head", type=int, help="attention heads; must divide the width [n_head]")
+    g.add_argument("--n-layer", type=int, help="decoder blocks [n_layer]")
+    g.add_argument("--block-size", type=int, help=f"context: tokens the model reads (default: the length of the "
+                   f"task's sequences, which only --task text lets you choose: {TEXT_CONTEXT} there) [block_size]")
+    g.add_argument("--bias", action=argparse.BooleanOptionalAction, help="biases in Linear and LayerNorm layers "
+                   "(--arch gpt; default on, as GPT-2; nanoGPT's default is --no-bias) [bias]")
+    g.add_argument("--gelu", choices=list(GELUS), help="the MLP's GELU (--arch gpt): tanh, GPT-2's approximation "
+                   "(default), or exact, with erf, nanoGPT's nn.GELU()")
+    g.add_argument("--dropout", type=float, help="[dropout]")
     g = p.add_argument_group("training")
-    g.add_argument("--steps", type=int, help=f"total optimizer steps (default {DEFAULTS['steps']})")
-    g.add_argument("--batch-size", type=int, help=f"sequences per step (default {DEFAULTS['batch_size']})")
-    g.add_argument("--lr", type=float, help=f"peak learning rate (default {DEFAULTS['lr']}); cosine decay to lr/10")
-    g.add_argument("--warmup", type=int, help="linear warmup steps")
-    g.add_argument("--weight-decay", type=float)
-    g.add_argument("--grad-clip", type=float, help=f"largest gradient norm (default {DEFAULTS['grad_clip']})")
+    g.add_argument("--steps", type=int, help=f"total optimizer steps (default {DEFAULTS['steps']}) [max_iters, "
+                   "lr_decay_iters]")
+    g.add_argument("--batch-size", type=int, help=f"sequences per forward pass (default {DEFAULTS['batch_size']}) "
+                   "[batch_size]")
+    g.add_argument("--grad-accum", type=int, help="forward passes per optimizer step, their gradients added up: a "
+                   "step learns from batch size x grad accum sequences (default 1); with --dist mpi the ranks share "
+                   "them [gradient_accumulation_steps]")
+    g.add_argument("--lr", type=float, help=f"peak learning rate (default {DEFAULTS['lr']}) [learning_rate]")
+    g.add_argument("--min-lr", type=float, help="where the cosine decay ends (default lr/10) [min_lr]")
+    g.add_argument("--warmup", type=int, help=f"linear warmup steps (default {DEFAULTS['warmup']}) [warmup_iters]")
+    g.add_argument("--weight-decay", type=float, help=f"AdamW's, on the matrices (default {DEFAULTS['weight_decay']}) "
+                   "[weight_decay]")
+    g.add_argument("--beta2", type=float, help=f"AdamW's second-moment decay (default {DEFAULTS['beta2']}; beta1 is "
+                   "0.9) [beta2]")
+    g.add_argument("--grad-clip", type=float, help=f"largest gradient norm (default {DEFAULTS['grad_clip']}) "
+                   "[grad_clip]")
     g.add_argument("--seed", type=int, help="seeds the weights, the data and dropout")
     g.add_argument("--device", choices=list(backend.DEVICES), default="cpu")
     g.add_argument("--dtype", choices=DTYPES)
     g.add_argument("--fused", action="store_true", help="speed: the fused kernels (mg.fused) and AdamW(fused=True), "
                    "the same formulas in fewer passes (docs/performance.md)")
-    g.add_argument("--eval-interval", type=int, help="steps between held-out evaluations")
+    g.add_argument("--eval-interval", type=int, help=f"steps between loss estimates (default "
+                   f"{DEFAULTS['eval_interval']}) [eval_interval]")
+    g.add_argument("--eval-iters", type=int, help=f"batches per estimate, of the training and of the held-out "
+                   f"examples (default {DEFAULTS['eval_iters']}) [eval_iters]")
     g.add_argument("--dist", choices=["mpi"], help="data-parallel over the processes of mpiexec, each on its "
-                   "slice of every batch: mpiexec -n 2 python train.py --dist mpi (pip install -e '.[mpi]')")
+                   "share of every step: mpiexec -n 2 python train.py --dist mpi (pip install -e '.[mpi]')")
     g = p.add_argument_group("output")
-    g.add_argument("--out", default="out", help="folder for the checkpoint (default ./out)")
-    g.add_argument("--resume", action="store_true", help=f"continue from --out/{CHECKPOINT} up to --steps")
-    g.add_argument("--checkpoint-interval", type=int, help="steps between checkpoints")
+    g.add_argument("--out", default="out", help="folder for the checkpoint (default ./out) [out_dir]")
+    g.add_argument("--resume", action="store_true", help=f"continue from --out/{CHECKPOINT} up to --steps "
+                   "[init_from='resume']")
+    g.add_argument("--always-save", dest="always_save", action="store_const", const=True, help="a checkpoint every "
+                   "--checkpoint-interval steps, at the end and on Ctrl-C: the run as it is (default) "
+                   "[always_save_checkpoint=True]")
+    g.add_argument("--keep-best", dest="always_save", action="store_const", const=False, help="a checkpoint only "
+                   "when the held-out estimate beats the best so far, as nanoGPT's shakespeare_char recipe "
+                   "[always_save_checkpoint=False]")
+    g.add_argument("--checkpoint-interval", type=int, help="steps between checkpoints (with --always-save)")
     g.add_argument("--samples", type=int, default=3, help="held-out completions shown at the end")
     g.add_argument("--no-explain", action="store_true", help="skip the attention explanation at the end")
     return p
@@ -144,16 +177,17 @@ class Run:
     bar: Any
     path: str
     saved_step: int | None = None  # the last good checkpoint on disk
-    rows: slice = field(default_factory=lambda: slice(None))  # this rank's slice of every batch
+    rows: slice = field(default_factory=lambda: slice(None))  # this rank's share of every step's sequences
+    best_val: float = math.inf  # the lowest held-out estimate so far: --keep-best saves when it falls
 
     def data_parallel_step(self, train_step: Callable[..., float], x: np.ndarray, y: np.ndarray) -> tuple[float, bool]:
-        """train_step on this rank's rows, its gradients weighted by its share of the scored targets and summed
-        over the ranks (what one process computes on the whole batch); the whole batch's loss, and whether any
-        rank was asked to stop, agreed in one small all-reduce."""
-        share = scored_share(y, self.rows)
+        """train_step on this rank's rows of the step's sequences, in passes of --batch-size, weighted as one process
+        weighs them and summed over the ranks; the whole step's loss, and whether any rank was asked to stop, agreed
+        in one small all-reduce."""
         loss = train_step(self.model, self.opt, x[self.rows], y[self.rows], self.settings["grad_clip"],
-                          partial(sum_shares, self.world, share))
-        sums = np.array([loss * share, float(self.stop.requested)])
+                          self.settings["batch_size"], int((y != IGNORE_INDEX).sum()),
+                          lambda params: self.world.all_reduce([p.grad for p in params]))
+        sums = np.array([loss, float(self.stop.requested)])
         self.world.all_reduce([sums])
         return float(sums[0]), bool(sums[1])
 
@@ -162,7 +196,8 @@ class Run:
         if not all(bool(backend.get_array_module(p.data).isfinite(p.data).all()) for p in self.model.parameters()):
             raise self.diverged(f"the weights are no longer finite after step {step}")  # an overflowed update
         if self.world.rank == 0:
-            save_checkpoint(self.path, self.model, self.opt, step, self.settings, self.task.vocab, self.data_rng)
+            save_checkpoint(self.path, self.model, self.opt, step, self.settings, self.task, self.data_rng,
+                            None if math.isinf(self.best_val) else self.best_val)
         self.saved_step = step
 
     def diverged(self, what: str) -> RunFailed:
@@ -174,33 +209,28 @@ class Run:
         """After Ctrl-C: say how to continue; exit status 130."""
         self.bar.close()
         launch = f"mpiexec -n {self.world.size} " if self.world.size > 1 else ""
-        print(f"stopped at step {step}; checkpoint saved to {self.path}. Continue with: "
-              f"{launch}python train.py --resume --out {self.args.out}" + (" --dist mpi" if self.args.dist else ""))
+        again = f"{launch}python train.py --resume --out {self.args.out}" + (" --dist mpi" if self.args.dist else "")
+        if self.saved_step == step:
+            print(f"stopped at step {step}; checkpoint saved to {self.path}. Continue with: {again}")
+        elif self.saved_step is not None:  # --keep-best: the file holds the best step, not this one
+            print(f"stopped at step {step}; {self.path} holds step {self.saved_step}, the best held-out estimate "
+                  f"(--keep-best). Continue from there with: {again}")
+        else:
+            print(f"stopped at step {step}; no checkpoint yet (--keep-best saves at an estimate that improves)")
         return 130
 
-    def report(self, step: int, loss: float, val_loss: float, val_acc: float, tokens_per_s: float) -> None:
+    def report(self, step: int, train_loss: float, val_loss: float, val_acc: float, tokens_per_s: float) -> None:
         """The end of a run: held-out completions, the attention explanation, and the final line."""
         if self.args.samples:
             print("held-out completions (greedy):")
             show_samples(self.model, self.task, self.data.heldout[0], self.args.samples)
         if not self.args.no_explain:
             explain_example(self.model, self.task, default_ids(self.task))  # what `python train.py explain` shows
-        print(f"final: step={step} train_loss={loss:.4f} val_loss={val_loss:.4f} val_acc={val_acc:.4f} "
+        if not self.settings["always_save"]:
+            print(f"checkpoint: step {self.saved_step}'s, the best held-out estimate ({self.best_val:.4f}), in "
+                  f"{self.path}" if self.saved_step is not None else "checkpoint: none written (--keep-best)")
+        print(f"final: step={step} train_loss={train_loss:.4f} val_loss={val_loss:.4f} val_acc={val_acc:.4f} "
               f"tokens_per_s={tokens_per_s:.0f}")
-
-
-def scored_share(y: np.ndarray, rows: slice) -> float:
-    """The part of the batch's scored targets (those not IGNORE_INDEX) that lie in `rows`."""
-    return float((y[rows] != IGNORE_INDEX).sum() / (y != IGNORE_INDEX).sum())
-
-
-def sum_shares(world: distributed.World, share: float, params: list[nn.Parameter]) -> None:
-    """A rank's gradients, of the mean loss over its own scored targets, weighted by its share and summed over the
-    ranks: the gradient of the mean over all of them, what one process computes on the whole batch."""
-    grads = [p.grad for p in params]
-    for g in grads:
-        g *= share
-    world.all_reduce(grads)
 
 
 def show_samples(model: nn.Module, task: Task, tokens: np.ndarray, n: int) -> None:
@@ -252,22 +282,26 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
     check_device(args.device)
     ckpt = load_checkpoint(args.out) if args.resume else None
     settings = resolve_settings(args, ckpt["settings"] if ckpt else None)
-    task = build_task(settings)
+    task = restore_task(ckpt, settings) if ckpt else build_task(settings)  # resumed: the checkpoint's tokenizer
+    if not ckpt:
+        check_block_size(settings, task)
     config = model_config(settings, task)
     check_memory(config, settings, task.seq_len - 1, args.device)
-    if settings["batch_size"] % world.size:
-        raise UsageError(f"--batch-size {settings['batch_size']} does not split evenly over {world.size} ranks; "
-                         f"choose a multiple of {world.size}")
+    per_step = settings["batch_size"] * settings["grad_accum"]  # sequences per optimizer step
+    if per_step % world.size:
+        raise UsageError(f"--batch-size {settings['batch_size']} x --grad-accum {settings['grad_accum']} = {per_step} "
+                         f"sequences per step do not split evenly over {world.size} ranks; make --grad-accum (as "
+                         f"nanoGPT asks) or --batch-size a multiple of {world.size}")
 
     # from here on the ranks talk to each other: one that fails must not leave the others waiting
     with world.failing_together(), writing_into(args.out) if world.rank == 0 else nullcontext():
         model = build_model(settings, config, args.device)
         opt = AdamW(decay_groups(model.named_parameters(), settings["weight_decay"]), lr=settings["lr"],
-                    betas=(0.9, 0.95), fused=args.fused)
+                    betas=(0.9, settings["beta2"]), fused=args.fused)
         data_rng = np.random.default_rng(settings["seed"])
         step, path = 0, os.path.join(args.out, CHECKPOINT)
         if ckpt:
-            step = resume_training(ckpt, task, model, opt, data_rng)
+            step = resume_training(ckpt, model, opt, data_rng)
             print(f"resumed from {path} at step {step}" + (
                 f"; --steps {settings['steps']} is already reached" if step >= settings["steps"] else ""))
         elif world.rank == 0 and os.path.exists(path):
@@ -276,18 +310,22 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
         world.broadcast([p.data for p in model.parameters()])  # every rank starts from rank 0's weights
         if world.rank:
             mg.manual_seed(settings["seed"] + world.rank)  # but draws dropout masks of its own
-        per_rank = settings["batch_size"] // world.size
-        print(f"task {task.name}: {TASKS[task.name]}")
-        c = model.config
+        per_rank = per_step // world.size
+        print(f"task {task.name}: {TASKS[task.name]}" + (
+            f"; {task.tokenizer.kind} tokenizer, {len(task.vocab)} tokens; context {task.seq_len - 1} tokens"
+            if isinstance(task, TextTask) else ""))
+        c, accum = model.config, settings["grad_accum"]
         print(f"model: {model.num_parameters():,} parameters, width {c.n_embd}, {c.n_head} heads, "
-              f"{c.n_layer} layers; {settings['steps']} steps of {settings['batch_size']} sequences on "
-              f"{args.device}" + (f", {per_rank} on each of {world.size} ranks" if world.size > 1 else ""))
+              f"{c.n_layer} layers; {settings['steps']} steps of {per_step} sequences"
+              + (f" ({accum} passes of {settings['batch_size']})" if accum > 1 else "") + f" on {args.device}"
+              + (f", {per_rank} on each of {world.size} ranks" if world.size > 1 else ""))
         stop = StopRequest()
         bar = tqdm(total=settings["steps"], initial=step, disable=None if world.rank == 0 else True, unit="step",
                    dynamic_ncols=True)
         run = Run(args, settings, task, split(task, seed=HELDOUT_SEED), model, opt, data_rng, step, world, stop, bar,
                   path, saved_step=step if args.resume else None,
-                  rows=slice(world.rank * per_rank, (world.rank + 1) * per_rank))
+                  rows=slice(world.rank * per_rank, (world.rank + 1) * per_rank),
+                  best_val=math.inf if ckpt is None or ckpt["best_val"] is None else ckpt["best_val"])
         # a diverging run overflows inside NumPy; the loop notices the non-finite loss itself and says so in one line
         try:
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"), mg.fused(args.fused):

@@ -24,7 +24,7 @@ PRETRAINED_NEW_TOKENS = 64  # --max-new-tokens of a loaded model, unless given
 def sample_main(argv: Sequence[str], prog: str = "sample.py") -> int:
     p = argparse.ArgumentParser(prog=prog, description="Continue --prompt with the model trained in --out.")
     p.add_argument("--out", default="out", help=f"folder holding {CHECKPOINT} (default ./out)")
-    p.add_argument("--prompt", help="space-separated tokens (characters for the text task); "
+    p.add_argument("--prompt", help="space-separated tokens (text for the text task); "
                                     "default: a held-out example's prompt")
     p.add_argument("--max-new-tokens", type=int, help="tokens to add (default: as many as the task's answers have)")
     p.add_argument("--temperature", type=float, default=1.0,

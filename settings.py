@@ -5,6 +5,7 @@ one line on stderr.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import sys
@@ -14,8 +15,8 @@ from typing import Any
 import minigrad as mg
 from minigrad import backend, nn
 from models import GPT, GPTConfig, Llama, LlamaConfig, pretrained
-from tasks import TASKS, Task, make_task, split
-from tokenizer import HFTokenizer
+from tasks import TASKS, TEXT_CONTEXT, Task, make_task, split
+from tokenizer import BPETokenizer, CharTokenizer, HFTokenizer
 
 ARCHITECTURES = {  # --arch: model class and config class. A config takes vocab_size, block_size, n_layer,
     "gpt": (GPT, GPTConfig),  # n_head, n_embd and dropout; the model has forward (with trace=) and generate
@@ -27,13 +28,17 @@ PRESETS = {  # model sizes: n_embd, n_head, n_layer
     "medium": {"n_embd": 256, "n_head": 8, "n_layer": 4},
 }
 DEFAULTS = {  # a run's settings, as `python train.py` runs them; flags override, --resume restores the saved ones
-    "arch": "gpt", "task": "sentences", "data": None, "preset": "tiny", "n_embd": None, "n_head": None,
-    "n_layer": None, "block_size": None, "dropout": 0.0, "steps": 300, "batch_size": 32, "lr": 3e-3, "warmup": 20,
-    "weight_decay": 0.1, "grad_clip": 1.0, "seed": 1337, "eval_interval": 100, "checkpoint_interval": 100,
-    "dtype": "float32",
-}
+    "arch": "gpt", "task": "sentences", "data": None, "tokenizer": "char", "vocab_size": None, "preset": "tiny",
+    "n_embd": None, "n_head": None, "n_layer": None, "block_size": None, "bias": None, "gelu": None, "dropout": 0.0,
+    "steps": 300, "batch_size": 32, "grad_accum": 1, "lr": 3e-3, "min_lr": None, "warmup": 20, "weight_decay": 0.1,
+    "beta2": 0.95, "grad_clip": 1.0, "seed": 1337, "eval_interval": 100, "eval_iters": 10, "checkpoint_interval": 100,
+    "always_save": True, "dtype": "float32",
+}  # None: the task's block size, the architecture's bias and GELU (gpt: biases, tanh), a min_lr of lr / 10
 DTYPES = ("float32", "float64")
-MODEL_KEYS = ("arch", "task", "data", "preset", "n_embd", "n_head", "n_layer", "block_size", "dtype")  # fixed on resume
+TOKENIZERS = ("char", "bpe")
+GELUS = {"tanh": "tanh", "exact": "none"}  # --gelu -> GPTConfig.gelu, as F.gelu's `approximate` names them
+MODEL_KEYS = ("arch", "task", "data", "tokenizer", "vocab_size", "preset", "n_embd", "n_head", "n_layer", "block_size",
+              "bias", "gelu", "dtype")  # fixed on resume
 CHECKPOINT = "ckpt.npz"
 HELDOUT_SEED = 0  # the held-out examples do not change with --seed, so runs compare on the same ones
 
@@ -73,13 +78,17 @@ def flag(key: str) -> str:
 def check_settings(settings: dict[str, Any]) -> None:
     """Refuse any setting that cannot work, naming its flag, before anything is built or written.
     (Model sizes and dropout are checked by the model's config, the task and --data by make_task.)"""
-    for key, choices in (("arch", ARCHITECTURES), ("task", TASKS), ("preset", PRESETS),
-                         ("dtype", DTYPES)):
+    for key, choices in (("arch", ARCHITECTURES), ("task", TASKS), ("preset", PRESETS), ("dtype", DTYPES),
+                         ("tokenizer", TOKENIZERS)):
         if settings[key] not in choices:
             raise UsageError(f"{flag(key)} {settings[key]!r} is not one of {', '.join(choices)}")
-    for key in ("steps", "batch_size", "eval_interval", "checkpoint_interval"):
+    if settings["gelu"] not in (None, *GELUS):
+        raise UsageError(f"--gelu {settings['gelu']!r} is not one of {', '.join(GELUS)}")
+    for key in ("steps", "batch_size", "grad_accum", "eval_interval", "eval_iters", "checkpoint_interval"):
         if settings[key] <= 0:
             raise UsageError(f"{flag(key)} must be positive, got {settings[key]}")
+    if settings["block_size"] is not None and settings["block_size"] <= 0:
+        raise UsageError(f"--block-size must be positive, got {settings['block_size']}")
     for key in ("warmup", "seed"):
         if settings[key] < 0:
             raise UsageError(f"{flag(key)} must be 0 or more, got {settings[key]}")
@@ -88,11 +97,37 @@ def check_settings(settings: dict[str, Any]) -> None:
             raise UsageError(f"{flag(key)} must be a finite number above 0, got {settings[key]}")
     if not (math.isfinite(settings["weight_decay"]) and settings["weight_decay"] >= 0):
         raise UsageError(f"--weight-decay must be a finite number, 0 or more, got {settings['weight_decay']}")
+    if not 0 <= settings["beta2"] < 1:
+        raise UsageError(f"--beta2 must be in [0, 1), got {settings['beta2']}")
+    if settings["min_lr"] is not None and not 0 <= settings["min_lr"] <= settings["lr"]:
+        raise UsageError(f"--min-lr must be between 0 and --lr {settings['lr']:g}, got {settings['min_lr']}")
+    check_tokenizer(settings)
 
 
-def build_task(settings: dict[str, Any]) -> Task:
+def check_tokenizer(settings: dict[str, Any]) -> None:
+    """--tokenizer and --vocab-size: for the text task; BPE's vocabulary starts from the 256 bytes."""
+    if settings["task"] != "text" and (settings["tokenizer"] != "char" or settings["vocab_size"] is not None):
+        raise UsageError(f"--tokenizer and --vocab-size are for --task text; task {settings['task']!r} has its own "
+                         "vocabulary")
+    if settings["vocab_size"] is not None and settings["tokenizer"] != "bpe":
+        raise UsageError("--vocab-size is for --tokenizer bpe (char: one token per character of the file)")
+    if settings["vocab_size"] is not None and settings["vocab_size"] < 256:
+        raise UsageError(f"--vocab-size must be at least 256 (byte-level BPE starts from one token per byte), got "
+                         f"{settings['vocab_size']}")
+    if settings["tokenizer"] == "bpe" and importlib.util.find_spec("tokenizers") is None:
+        raise UsageError("--tokenizer bpe needs the tokenizers package: pip install -e '.[text]'")
+
+
+def build_task(settings: dict[str, Any], tokenizer: CharTokenizer | BPETokenizer | None = None) -> Task:
+    """The task of the settings; for text, windows of --block-size + 1 tokens, with a tokenizer trained on the file
+    (--tokenizer, --vocab-size) or the one given, a checkpoint's."""
+    options: dict[str, Any] = {}
+    if settings["task"] == "text":
+        block_size = TEXT_CONTEXT if settings["block_size"] is None else settings["block_size"]
+        options = {"seq_len": block_size + 1, "tokenizer": tokenizer or settings["tokenizer"],
+                   "vocab_size": None if tokenizer else settings["vocab_size"]}
     try:
-        return make_task(settings["task"], data=settings["data"])
+        return make_task(settings["task"], data=settings["data"], **options)
     except (ValueError, FileNotFoundError) as err:
         raise UsageError(str(err)) from None
 
@@ -106,11 +141,28 @@ def model_config(settings: dict[str, Any], task: Task) -> Any:
                          f"whose sequences need {needed}")
     preset = PRESETS[settings["preset"]]
     sizes = {k: preset[k] if settings[k] is None else settings[k] for k in ("n_embd", "n_head", "n_layer")}
+    chosen = {k: settings[k] for k in ("bias", "gelu") if settings[k] is not None}  # else the config's own
+    if "gelu" in chosen:
+        chosen["gelu"] = GELUS[chosen["gelu"]]
+    if chosen and settings["arch"] != "gpt":
+        raise UsageError(f"{' and '.join(flag(k) for k in chosen)}: for --arch gpt; {settings['arch']} has no "
+                         "biases and a SwiGLU feed-forward")
     _, config_class = ARCHITECTURES[settings["arch"]]
     try:
-        return config_class(vocab_size=len(task.vocab), block_size=block_size, dropout=settings["dropout"], **sizes)
+        return config_class(vocab_size=len(task.vocab), block_size=block_size, dropout=settings["dropout"], **sizes,
+                            **chosen)
     except ValueError as err:
         raise UsageError(str(err)) from None
+
+
+def check_block_size(settings: dict[str, Any], task: Task) -> None:
+    """A new run's --block-size: only the text task takes any; another task's sequences have one length, and the
+    positions past it would never be trained. (A checkpoint of an older train.py keeps the block size it has.)"""
+    needed = task.seq_len - 1
+    if settings["block_size"] is not None and settings["block_size"] > needed:
+        raise UsageError(f"--block-size {settings['block_size']} is more than task {task.name!r} can use: its "
+                         f"sequences are {needed} tokens, so positions {needed} to {settings['block_size'] - 1} would "
+                         "never be trained; drop --block-size (the text task takes any)")
 
 
 def check_device(device: str) -> None:
@@ -129,8 +181,8 @@ def build_model(settings: dict[str, Any], config: Any, device: str) -> nn.Module
 
 
 def prompt_ids(task: Task, prompt: str | None) -> list[int]:
-    """A --prompt as the task's token ids (space-separated tokens, or characters for the text task); a
-    token outside the vocabulary is refused, by name. None: the prompt of the first held-out example."""
+    """A --prompt as the task's token ids (space-separated tokens, or text for the text task); a token (a character)
+    outside the vocabulary is refused, by name. None: the prompt of the first held-out example."""
     if prompt is None:
         return task.split_prompt(split(task, seed=HELDOUT_SEED).heldout[0][0])[0]
     try:

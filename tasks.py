@@ -1,6 +1,6 @@
-"""Toy next-token tasks for train.py, read this file to see what the model learns: each example is `seq_len` token
-ids and a `scored` mask marking the answer (the model reads tokens[:, :-1], predicts tokens[:, 1:], and only the
-targets where scored[:, 1:] is True count). Pure NumPy, from seeded generators.
+"""Toy next-token tasks for train.py, and your own text; read this file to see what the model learns: each example is
+`seq_len` token ids and a `scored` mask marking the answer (the model reads tokens[:, :-1], predicts tokens[:, 1:], and
+only the targets where scored[:, 1:] is True count). Pure NumPy, from seeded generators.
 """
 
 from __future__ import annotations
@@ -12,25 +12,28 @@ from typing import Any
 
 import numpy as np
 
+from tokenizer import BPE_VOCAB_SIZE, BPETokenizer, CharTokenizer
+
 TASKS = {  # name: what it teaches (train.py's --help lists these)
     "sort": "digits, then the same digits sorted: compare every earlier digit, not just the last one",
     "reverse": "digits, then the same digits reversed: copy from a position that moves back each step",
     "add": "a+b=c with the sum written least significant digit first: align digits and carry",
     "sentences": "我 吃 蘋果 ， 蘋果 被 我 吃 了: repeat the object, subject and verb from several tokens back",
-    "text": "character-level language modelling on a UTF-8 text file you bring (--data FILE)",
+    "text": "language modelling on a UTF-8 text file you bring (--data FILE), as characters or BPE tokens",
 }
+TEXT_CONTEXT = 64  # --block-size of the text task unless given: nanoGPT's CPU recipe (shakespeare_char on a laptop)
 
 
 class Task:
-    """A token vocabulary, a fixed length, and a generator of examples (subclasses define `sample`)."""
+    """A token vocabulary, a fixed length, and a generator of examples (subclasses define `sample`). Its text is tokens
+    separated by spaces (the text task's tokenizer reads and writes plain text)."""
 
-    def __init__(self, name: str, vocab: list[str], seq_len: int, prompt_len: int, sep: str = " ",
+    def __init__(self, name: str, vocab: list[str], seq_len: int, prompt_len: int,
                  n_distinct: int | None = None, focus: tuple[str, str] | None = None):
         self.name = name
         self.vocab = vocab            # token strings; a token's id is its index
         self.seq_len = seq_len        # every example has exactly this many tokens
         self.prompt_len = prompt_len  # the first prompt_len tokens are the question, the rest the answer
-        self.sep = sep                # decode() joins tokens with this: " " for word tasks, "" for text
         self.n_distinct = n_distinct  # how many different examples exist (None: too many to matter)
         self.focus = focus            # (token, why): where explain.py looks by default, and why it is interesting
         self.stoi = {s: i for i, s in enumerate(vocab)}
@@ -40,7 +43,7 @@ class Task:
         raise NotImplementedError
 
     def encode(self, text: str) -> list[int]:
-        pieces = text.split() if self.sep else list(text)
+        pieces = text.split()
         for p in pieces:
             if p not in self.stoi:
                 known = " ".join(self.vocab) if len(self.vocab) <= 60 else f"{len(self.vocab)} tokens"
@@ -48,7 +51,7 @@ class Task:
         return [self.stoi[p] for p in pieces]
 
     def decode(self, ids: Iterable[int]) -> str:
-        return self.sep.join(self.vocab[int(i)] for i in ids)
+        return " ".join(self.vocab[int(i)] for i in ids)
 
     def split_prompt(self, tokens: Iterable[int]) -> tuple[list[int], list[int]]:
         """One example -> (prompt ids, answer ids); for sample completions."""
@@ -166,13 +169,16 @@ class SentencesTask(Task):
 # ---- your own text ----
 
 class TextTask(Task):
-    """text: random windows of `seq_len` characters from a UTF-8 file; every next character is scored.
+    """text: random windows of `seq_len` tokens (--block-size + 1) from a UTF-8 file; every next token is scored.
 
-    Teaches whatever the file holds: spelling first, then common words. The vocabulary is the file's
-    characters. The last tenth of the file (at least one window) is held out, see split().
+    Teaches whatever the file holds: spelling first, then common words. As nanoGPT splits its texts, the first 90% of
+    the characters are for training, the last 10% are held out (see split()). The tokenizer ("char": one token per
+    character of the whole file; "bpe": byte-level BPE of vocab_size tokens, trained on the training part) is trained
+    here, or given, as a checkpoint's, so that ids keep their meaning.
     """
 
-    def __init__(self, path: str, name: str = "text", seq_len: int = 32):
+    def __init__(self, path: str, name: str = "text", seq_len: int = TEXT_CONTEXT + 1,
+                 tokenizer: str | CharTokenizer | BPETokenizer = "char", vocab_size: int | None = None):
         p = Path(path)
         if not p.is_file():
             raise FileNotFoundError(f"text task: data file {str(p)!r} not found")
@@ -180,20 +186,48 @@ class TextTask(Task):
             text = p.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
             raise ValueError(f"text task: {str(p)!r} is not UTF-8 text ({e})") from None
-        if len(text) < 2 * seq_len:  # a training part and a held-out part of at least one window each
-            raise ValueError(f"text task: {str(p)!r} has {len(text)} characters, too short for seq_len={seq_len}"
-                             f" (need at least {2 * seq_len})")
-        super().__init__(name, sorted(set(text)), seq_len=seq_len, prompt_len=seq_len // 2, sep="")
-        self.ids = np.array(self.encode(text), dtype=np.int64)  # the whole file, (N,)
+        if seq_len < 2:
+            raise ValueError(f"text task: seq_len must be at least 2 (a token and the next), got {seq_len}")
+        if vocab_size is not None and tokenizer != "bpe":
+            raise ValueError("text task: vocab_size is for the bpe tokenizer (char: the file's characters)")
+        cut = int(0.9 * len(text))  # text[:cut] trains, text[cut:] is held out
+        if tokenizer == "char":
+            tokenizer = CharTokenizer.train(text)  # every character of the file, so the held-out part encodes too
+        elif tokenizer == "bpe":
+            tokenizer = BPETokenizer.train(text[:cut], BPE_VOCAB_SIZE if vocab_size is None else vocab_size)
+        elif isinstance(tokenizer, str):
+            raise ValueError(f"text task: tokenizer must be 'char' or 'bpe', got {tokenizer!r}")
+        self.tokenizer = tokenizer
+        try:
+            self.train_ids, self.heldout_ids = (np.array(tokenizer.encode(part), dtype=np.int64)  # each (N,)
+                                                for part in (text[:cut], text[cut:]))
+        except ValueError as e:  # a given tokenizer that lacks one of the file's characters
+            raise ValueError(f"text task: {str(p)!r} does not fit the tokenizer: {e}") from None
+        for part, ids in (("training part (the first 90%)", self.train_ids),
+                          ("held-out part (the last 10%)", self.heldout_ids)):
+            if len(ids) < seq_len:
+                raise ValueError(f"text task: {str(p)!r} is too short for seq_len={seq_len}: its {part} has "
+                                 f"{len(ids)} tokens, fewer than one window; use a longer file or a smaller "
+                                 "--block-size")
+        vocab = [tokenizer.token(i) for i in range(tokenizer.vocab_size)]
+        super().__init__(name, vocab, seq_len=seq_len, prompt_len=seq_len // 2)
 
-    def windows(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        tokens = self.ids[starts[:, None] + np.arange(self.seq_len)]  # (n, seq_len)
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self.tokenizer.decode(ids)
+
+    def windows(self, ids: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The windows ids[s : s + seq_len] for each s in starts: tokens and scored (n, seq_len), all but the first."""
+        tokens = ids[starts[:, None] + np.arange(self.seq_len)]  # (n, seq_len)
         scored = np.ones_like(tokens, dtype=bool)
-        scored[:, 0] = False  # nothing before the first character to predict it from
+        scored[:, 0] = False  # nothing before the first token to predict it from
         return tokens, scored
 
     def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.windows(rng.integers(0, len(self.ids) - self.seq_len + 1, size=n))
+        """n training windows at random starts, as nanoGPT's get_batch("train")."""
+        return self.windows(self.train_ids, rng.integers(0, len(self.train_ids) - self.seq_len + 1, size=n))
 
 
 def make_task(name: str, *, data: str | None = None, **options: Any) -> Task:
@@ -214,29 +248,38 @@ def make_task(name: str, *, data: str | None = None, **options: Any) -> Task:
 
 @dataclass
 class Split:
-    """A task's fixed held-out examples, and train_batch(rng, n): n training examples, never one of them."""
+    """A task's fixed held-out examples; train_batch(rng, n): n training examples, never one of them; heldout_batch(rng,
+    n): n examples drawn from the held-out ones (nanoGPT's get_batch("val"), for estimates during training)."""
 
     task: Task
     heldout: tuple[np.ndarray, np.ndarray]  # (tokens, scored), each (n_heldout, seq_len)
     train_batch: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]]
+    heldout_batch: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]]
 
 
 def split(task: Task, n_heldout: int | None = None, seed: int = 0) -> Split:
     """Hold out n_heldout examples (default 256, fewer for small tasks), the same for the same task and seed: distinct
-    examples that training batches never contain, or, for text (whose windows overlap), the last tenth of the file."""
+    examples that training batches never contain. For text, the whole held-out part of the file, each of its tokens
+    scored once (but the first): windows side by side, the last one shifted back to end with the text."""
+    if isinstance(task, TextTask):
+        if n_heldout is not None:
+            raise ValueError("the text task holds out the last tenth of its file, all of it; n_heldout is for the "
+                             "generated tasks")
+        ids, L = task.heldout_ids, task.seq_len
+        starts = np.arange(0, len(ids) - L + 1, L - 1)  # a window predicts ids[s + 1 : s + L]; the next one goes on
+        tail = len(ids) - (starts[-1] + L)  # targets after the last of these windows
+        tokens, scored = task.windows(ids, np.append(starts, len(ids) - L) if tail else starts)
+        if tail:
+            scored[-1, :L - tail] = False  # the window shifted back to the end scores only the targets not yet scored
+        return Split(task, (tokens, scored), task.sample,
+                     lambda r, k: task.windows(ids, r.integers(0, len(ids) - L + 1, size=k)))
+
     if n_heldout is None:
         n_heldout = 256 if task.n_distinct is None else min(256, task.n_distinct // 5)
     if n_heldout < 1 or (task.n_distinct is not None and n_heldout > task.n_distinct // 2):
         raise ValueError(f"n_heldout={n_heldout} is out of range for task {task.name!r}"
                          f" ({task.n_distinct} distinct examples; hold out at most half)")
     rng = np.random.default_rng(seed)
-
-    if isinstance(task, TextTask):
-        n, L = len(task.ids), task.seq_len
-        cut = n - max(n // 10, L)  # held-out text is ids[cut:], training text ids[:cut]
-        heldout = task.windows(np.linspace(cut, n - L, n_heldout).astype(np.int64))
-        return Split(task, heldout, lambda r, k: task.windows(r.integers(0, cut - L + 1, size=k)))
-
     found: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}  # held-out example as bytes -> (tokens, scored)
     for _ in range(1000):
         for t, s in zip(*task.sample(rng, n_heldout), strict=True):
@@ -256,7 +299,11 @@ def split(task: Task, n_heldout: int | None = None, seed: int = 0) -> Split:
                 return tokens, scored
             tokens[bad], scored[bad] = task.sample(r, int(bad.sum()))
 
-    return Split(task, heldout, sampler)
+    def heldout_sampler(r: np.random.Generator, k: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = r.integers(0, len(heldout[0]), size=k)
+        return heldout[0][rows], heldout[1][rows]
+
+    return Split(task, heldout, sampler, heldout_sampler)
 
 
 def previous_token_baseline(task: Task, data: Split | None = None, n_samples: int = 20_000, seed: int = 0) -> float:

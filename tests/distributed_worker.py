@@ -15,7 +15,9 @@ import numpy as np
 
 import minigrad as mg
 import run
+import train
 from minigrad import backend, distributed
+from minigrad.optim import SGD
 from models import GPT, IGNORE_INDEX, GPTConfig
 
 
@@ -53,12 +55,12 @@ def uneven_batch() -> tuple[GPT, np.ndarray, np.ndarray]:
 
 
 def weighted_gradients(world: distributed.World, device: str, args: argparse.Namespace) -> list:
-    """train.py's gradient combination (scored_share, sum_shares) after each rank's backward on its half of
-    uneven_batch()."""
+    """train.py's gradient combination, as Run.data_parallel_step calls train_step: each rank's half of uneven_batch()
+    weighted by its share of all the scored targets, and the ranks' gradients summed (SGD with lr 0 keeps them)."""
     model, x, y = uneven_batch()
     rows = slice(2 * world.rank, 2 * world.rank + 2)
-    model(x[rows], y[rows])[1].backward()
-    run.sum_shares(world, run.scored_share(y, rows), model.parameters())
+    train.train_step(model, SGD(model.parameters(), lr=0.0), x[rows], y[rows], 1e9, 2, int((y != IGNORE_INDEX).sum()),
+                     lambda params: world.all_reduce([p.grad for p in params]))
     return [p.grad.tolist() for p in model.parameters()]
 
 

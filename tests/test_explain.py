@@ -86,7 +86,7 @@ def test_default_position_is_the_task_s_focus(task_name, prompt, position, why):
 def test_text_task_has_no_focus_and_explains_the_last_position(tmp_path):
     data = tmp_path / "data.txt"
     data.write_text("the cat sat on the mat. " * 10, encoding="utf-8")
-    task = make_task("text", data=str(data))
+    task = make_task("text", data=str(data), seq_len=17)
     ids = default_ids(task)
     assert len(ids) == task.seq_len - 1 and choose_query(task, ids, None)[0] == len(ids) - 1
 

@@ -55,7 +55,7 @@ def test_compare_curves_self_test_on_the_cpu(tmp_path, capsys) -> None:
     argv = ["--devices", "cpu", "cpu", "--steps", "6", "--eval-interval", "3", "--out", str(tmp_path)]
     assert compare_curves.main(argv) == 0
     out = capsys.readouterr().out
-    assert "held-out loss: agree" in out and "gradient norm: agree" in out and "curves agree" in out
+    assert "evaluated loss: agree" in out and "gradient norm: agree" in out and "curves agree" in out
 
 
 def test_compare_curves_refuses_nan_incomplete_and_different_curves() -> None:

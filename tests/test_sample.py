@@ -6,6 +6,7 @@ tiny checkpoints trained once per module.
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +15,10 @@ import numpy as np
 import pytest
 
 import minigrad as mg
+import sample as sample_module
 import train
 from checkpoint import load_checkpoint, restore
+from tokenizer import BPETokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--n-embd", "16", "--n-head", "2", "--n-layer", "1", "--batch-size", "16", "--samples", "0",
@@ -24,12 +27,15 @@ SMALL = ["--n-embd", "16", "--n-head", "2", "--n-layer", "1", "--batch-size", "1
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Tiny checkpoints: the sentences task with each architecture, and the text task with llama."""
+    """Tiny checkpoints: the sentences task with each architecture, the text task with llama, and with BPE tokens."""
     root = tmp_path_factory.mktemp("runs")
     text = root / "data.txt"
-    text.write_text("the cat sat on the mat. the dog sat on the log. " * 10, encoding="utf-8")
+    text.write_text("the cat sat on the mat. the dog sat on the log. 貓坐在墊子上。🐈 " * 10, encoding="utf-8")
     argvs = {"gpt": ["--arch", "gpt"], "llama": ["--arch", "llama"],
-             "text": ["--arch", "llama", "--task", "text", "--data", str(text)]}
+             "text": ["--arch", "llama", "--task", "text", "--data", str(text), "--block-size", "16"]}
+    if importlib.util.find_spec("tokenizers"):
+        argvs["bpe"] = ["--task", "text", "--data", str(text), "--block-size", "16", "--tokenizer", "bpe",
+                        "--vocab-size", "280"]
     for name, argv in argvs.items():
         assert train.main([*argv, "--steps", "40", "--out", str(root / name), *SMALL]) == 0
     return {name: root / name for name in argvs}
@@ -49,15 +55,50 @@ def expected(out: Path, prompt: str, new: int, temperature: float, top_k: int | 
     return task.decode(tokens[0, len(ids):])
 
 
-@pytest.mark.parametrize("name, prompt", [("gpt", "我 吃 蘋果"), ("llama", "我 吃 蘋果"), ("text", "the c")])
+@pytest.mark.parametrize("name, prompt", [("gpt", "我 吃 蘋果"), ("llama", "我 吃 蘋果"), ("text", "the c"),
+                                          ("bpe", "貓坐")])
 def test_sample_prints_what_generate_gives(runs, name, prompt):
+    if name not in runs:
+        pytest.skip("--tokenizer bpe needs tokenizers (pip install -e '.[text]')")
     result = sample("--out", str(runs[name]), "--prompt", prompt, "--max-new-tokens", "7", "--temperature", "0.8",
                     "--top-k", "5", "--seed", "7")
     assert result.returncode == 0 and result.stderr == "", result.stderr
     want = expected(runs[name], prompt, 7, 0.8, 5, 7)
     assert result.stdout == want + "\n"
-    pieces = list(want) if name == "text" else want.split()
-    assert len(pieces) == 7
+    if name != "bpe":  # a BPE token is one to four bytes
+        pieces = list(want) if name == "text" else want.split()
+        assert len(pieces) == 7
+
+
+def recorded_prints(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    """What sample.py prints, call by call: (text, end, flush)."""
+    writes: list[tuple] = []
+    monkeypatch.setattr(sample_module, "print", lambda *a, end="\n", flush=False: writes.append((*a, end, flush)),
+                        raising=False)
+    return writes
+
+
+def test_sample_streams_each_piece_as_it_is_sampled(runs, monkeypatch):
+    """A text checkpoint: one write per new character, each flushed; together, the whole continuation."""
+    writes = recorded_prints(monkeypatch)
+    assert sample_module.sample_main(["--out", str(runs["text"]), "--prompt", "the c", "--max-new-tokens", "6",
+                                      "--top-k", "1"]) == 0
+    assert len(writes) == 7 and all(flush and end == "" for _, end, flush in writes[:6]) and writes[6] == ("\n", True)
+    assert "".join(piece for piece, _, _ in writes[:6]) == expected(runs["text"], "the c", 6, 1.0, 1, 1337)
+
+
+def test_a_character_split_over_bpe_tokens_waits_until_it_is_whole(monkeypatch):
+    pytest.importorskip("tokenizers", reason="needs tokenizers (pip install -e '.[text]')")
+    bpe = BPETokenizer.train("plain ascii text only " * 20, vocab_size=260)
+    ids = bpe.encode("a貓🐈b")  # no merges for these: a byte each, 1 + 3 + 4 + 1 tokens
+    assert len(ids) == 9
+    for upto, pieces in ((9, ["a", "貓", "🐈", "b", ""]), (3, ["a", "\ufffd", ""])):  # 3: 貓 never completed
+        writes = recorded_prints(monkeypatch)
+        stream = sample_module.Stream(bpe.decode, [], None, in_context=False)
+        for n in range(1, upto + 1):
+            stream(np.array([ids[:n]]))  # as generate calls it: the ids so far
+        stream.end()
+        assert [w[0] if len(w) == 3 else "" for w in writes] == pieces
 
 
 def test_greedy_sentences_complete_the_passive_clause(runs):
@@ -89,12 +130,13 @@ def test_no_new_tokens_prints_an_empty_line(runs):
     assert result.returncode == 0 and result.stdout == "\n"
 
 
-@pytest.mark.parametrize("name, prompt, bad", [("gpt", "我 吃 火車", "'火車'"), ("text", "the zebra", "'z'")])
+@pytest.mark.parametrize("name, prompt, bad", [("gpt", "我 吃 火車", "token '火車'"),
+                                               ("text", "the zebra", "character 'z'")])
 def test_a_token_outside_the_vocabulary_is_refused_by_name(runs, name, prompt, bad):
     result = sample("--out", str(runs[name]), "--prompt", prompt)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and result.stdout == "" and len(lines) == 1, result.stderr
-    assert lines[0].startswith(f"train.py sample: error: unknown token {bad}")
+    assert lines[0].startswith(f"train.py sample: error: unknown {bad}")
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -17,7 +17,7 @@ def text_file(tmp_path):
 
 
 def task_of(name, text_file):
-    return make_task(name, data=text_file) if name == "text" else make_task(name)
+    return make_task(name, data=text_file, seq_len=17) if name == "text" else make_task(name)
 
 
 def rows(task, n=500, seed=0):
@@ -85,23 +85,43 @@ def test_sentences_obey_grammar_and_refer_back():
     assert task.decode(prompt) == "我 吃 蘋果"
 
 
-@pytest.mark.parametrize("name", list(TASKS))
-def test_heldout_never_in_training(name, text_file):
-    task = task_of(name, text_file)
+@pytest.mark.parametrize("name", GENERATED)
+def test_heldout_never_in_training(name):
+    task = make_task(name)
     data = split(task, n_heldout=40, seed=3)
     tokens, scored = data.heldout
     assert tokens.shape == scored.shape == (40, task.seq_len)
     again = split(task, n_heldout=40, seed=3)
     np.testing.assert_array_equal(tokens, again.heldout[0])
     train, _ = data.train_batch(np.random.default_rng(0), 3000)
-    if name == "text":  # held-out windows come from the end of the file, training windows never reach it
-        text = task.decode(task.ids)
-        cut = text.index(task.decode(tokens[0]))
-        for row in train[:200]:
-            assert text.find(task.decode(row)) + task.seq_len <= cut
-    else:
-        assert len({r.tobytes() for r in tokens}) == 40  # distinct
-        assert not {r.tobytes() for r in tokens} & {r.tobytes() for r in train}
+    assert len({r.tobytes() for r in tokens}) == 40  # distinct
+    assert not {r.tobytes() for r in tokens} & {r.tobytes() for r in train}
+    drawn, drawn_scored = data.heldout_batch(np.random.default_rng(0), 100)  # estimates draw from the held-out ones
+    assert drawn.shape == (100, task.seq_len) and {r.tobytes() for r in drawn} <= {r.tobytes() for r in tokens}
+
+
+@pytest.mark.parametrize("seq_len", [5, 17, 40])
+def test_text_heldout_is_the_last_tenth_each_token_scored_once(text_file, seq_len):
+    """As nanoGPT splits a text: the first 90% of the characters train, the last 10% are held out, and the held-out
+    loss is over all of it: every held-out token but the first is a scored target exactly once."""
+    task = make_task("text", data=text_file, seq_len=seq_len)
+    text = open(text_file, encoding="utf-8").read()
+    cut = int(0.9 * len(text))
+    assert task.decode(task.train_ids) == text[:cut] and task.decode(task.heldout_ids) == text[cut:]
+    data = split(task)
+    tokens, scored = data.heldout
+    assert tokens.shape[1] == seq_len
+    targets = tokens[scored]  # row by row, in the order of the text
+    np.testing.assert_array_equal(targets, task.heldout_ids[1:])
+    again = split(task)
+    np.testing.assert_array_equal(tokens, again.heldout[0])
+    train, _ = data.train_batch(np.random.default_rng(0), 300)
+    train_text = task.decode(task.train_ids)
+    assert all(task.decode(row) in train_text for row in train)
+    drawn, drawn_scored = data.heldout_batch(np.random.default_rng(0), 50)
+    assert all(task.decode(row) in text[cut:] for row in drawn) and drawn_scored[:, 1:].all()
+    with pytest.raises(ValueError, match="holds out the last tenth"):
+        split(task, n_heldout=40)
 
 
 def test_sentences_heldout_is_unseen_combinations():
@@ -140,14 +160,42 @@ def test_text_task(text_file, tmp_path):
     assert task.encode("明月") == [task.vocab.index("明"), task.vocab.index("月")]
     tokens, scored = task.sample(np.random.default_rng(0), 10)
     assert scored[:, 1:].all()
-    text = task.decode(task.ids)
+    text = task.decode(task.train_ids)
     assert all(task.decode(row) in text for row in tokens)
+    assert make_task("text", data=text_file).seq_len == 65  # the default context, 64 tokens, and the next one
     with pytest.raises(FileNotFoundError, match="missing.txt"):
         make_task("text", data=str(tmp_path / "missing.txt"))
     short = tmp_path / "short.txt"
-    short.write_text("abc", encoding="utf-8")
-    with pytest.raises(ValueError, match="too short"):
+    short.write_text("abc" * 100, encoding="utf-8")
+    with pytest.raises(ValueError, match="too short for seq_len=65: its held-out part .* has 30 tokens"):
         make_task("text", data=str(short))
+    with pytest.raises(ValueError, match="vocab_size is for the bpe tokenizer"):
+        make_task("text", data=text_file, vocab_size=300)
+
+
+def test_text_task_with_a_given_tokenizer_keeps_its_ids(text_file, tmp_path):
+    """A checkpoint's tokenizer reads the file as in training; a character it never saw is refused, by name."""
+    from tokenizer import CharTokenizer
+
+    task = make_task("text", data=text_file, seq_len=16)
+    again = make_task("text", data=text_file, seq_len=16, tokenizer=CharTokenizer(task.vocab))
+    np.testing.assert_array_equal(again.train_ids, task.train_ids)
+    other = tmp_path / "other.txt"
+    other.write_text(open(text_file, encoding="utf-8").read() + "貓", encoding="utf-8")
+    with pytest.raises(ValueError, match="does not fit the tokenizer: unknown character '貓'"):
+        make_task("text", data=str(other), seq_len=16, tokenizer=CharTokenizer(task.vocab))
+
+
+def test_bpe_text_task(text_file):
+    pytest.importorskip("tokenizers", reason="--tokenizer bpe needs tokenizers (pip install -e '.[text]')")
+    task = make_task("text", data=text_file, seq_len=9, tokenizer="bpe", vocab_size=300)
+    assert len(task.vocab) == task.tokenizer.vocab_size <= 300 and task.vocab[task.encode("a")[0]] == "a"
+    text = open(text_file, encoding="utf-8").read()
+    assert task.decode(task.train_ids) + task.decode(task.heldout_ids) == text
+    assert len(task.train_ids) < len(text[:int(0.9 * len(text))])  # merges: fewer tokens than characters
+    tokens, _ = task.sample(np.random.default_rng(0), 20)
+    assert tokens.max() < len(task.vocab)
+    assert task.encode("The quick") == task.tokenizer.encode("The quick")
 
 
 def test_make_task_errors(text_file):

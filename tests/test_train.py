@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import checkpoint
 import minigrad as mg
 import run
 import train
@@ -169,13 +170,52 @@ def test_a_checkpoint_of_format_1_resumes_and_explains_as_it_would_have(tmp_path
     assert code == 0 and "Attention in layer" in out
 
 
+def as_format_2(path: Path) -> None:
+    """Rewrite a checkpoint as minigrad wrote it in format 2: without the tokenizer, the best estimate and the settings
+    added in format 3; the text task's block size unset (its windows were then always 32 characters)."""
+    ckpt = mg.load(path)
+    ckpt["format"] = 2
+    del ckpt["tokenizer"], ckpt["best_val"]
+    for key in checkpoint.NEW_IN_3:
+        del ckpt["settings"][key]
+    if ckpt["settings"]["task"] == "text":
+        assert ckpt["settings"]["block_size"] == 31
+        ckpt["settings"]["block_size"] = None
+    mg.save(path, ckpt)
+
+
+@pytest.mark.parametrize("task", ["sort", "text"])
+def test_a_checkpoint_of_format_2_resumes_and_samples_as_it_would_have(tmp_path, capsys, task):
+    data = tmp_path / "data.txt"
+    data.write_text("".join(f"line {i}: the cat sat on the mat.\n" for i in range(60)), encoding="utf-8")
+    argv = ["--task", "text", "--data", str(data), "--block-size", "31"] if task == "text" else ["--task", "sort"]
+    common = [*argv, "--steps", "12", "--warmup", "12", "--checkpoint-interval", "6", *SMALL]
+    code, out, _ = run_main(capsys, *common, "--out", str(tmp_path / "whole"))
+    assert code == 0
+    whole = final_line(out)
+    assert run_main(capsys, *common, "--steps", "6", "--out", str(tmp_path / "old"))[0] == 0
+    as_format_2(tmp_path / "old" / CHECKPOINT)
+    code, out, _ = run_main(capsys, "--resume", "--steps", "12", "--out", str(tmp_path / "old"))
+    assert code == 0
+    assert "context 31 tokens" in out or task != "text"  # 32-character windows, as the run had
+    resumed = final_line(out)
+    for key in ("train_loss", "val_loss", "val_acc"):
+        assert resumed[key] == whole[key], key
+    ckpt = load_checkpoint(str(tmp_path / "old"))
+    assert ckpt["format"] == checkpoint.FORMAT and ckpt["settings"]["grad_accum"] == 1
+    for out_dir in ("old", "whole"):
+        code, out, _ = run_main(capsys, "sample", "--out", str(tmp_path / out_dir), "--max-new-tokens", "8")
+        assert code == 0
+    assert run_main(capsys, "sample", "--out", str(tmp_path / "old"), "--max-new-tokens", "8")[1] == out
+
+
 def test_a_checkpoint_of_a_newer_format_is_refused(tmp_path, capsys):
     assert run_main(capsys, "--task", "sort", "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
     ckpt = mg.load(tmp_path / CHECKPOINT)
     ckpt["format"] = 99
     mg.save(tmp_path / CHECKPOINT, ckpt)
     code, _, err = run_main(capsys, "--resume", "--out", str(tmp_path))
-    assert code == 2 and "has checkpoint format 99; this train.py reads formats 1 and 2" in err
+    assert code == 2 and "has checkpoint format 99; this train.py reads formats 1 to 3" in err
 
 
 def test_resume_refuses_a_different_model(tmp_path, capsys):

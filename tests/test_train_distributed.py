@@ -69,6 +69,20 @@ def test_two_ranks_train_as_one_process_on_the_whole_batch(tmp_path, capsys):
 
 
 @needs_mpi
+def test_two_ranks_share_the_accumulation_passes_as_nanogpt_s_ddp_does(tmp_path, capsys):
+    """--grad-accum 2 on 2 ranks: one pass of --batch-size on each, as nanoGPT divides gradient_accumulation_steps by
+    the world size; the same run as one process taking both passes."""
+    argv = [*RUN, "--batch-size", "4", "--grad-accum", "2", "--steps", "6"]
+    alone = one_process(capsys, *argv, "--out", str(tmp_path / "one"))
+    assert "6 steps of 8 sequences (2 passes of 4) on cpu" in alone
+    result = two_ranks(*argv, "--out", str(tmp_path / "two"))
+    assert result.returncode == 0, result.stderr
+    assert "6 steps of 8 sequences (2 passes of 4) on cpu, 4 on each of 2 ranks" in result.stdout
+    assert progress(result.stdout) == progress(alone)
+    assert_same_run(str(tmp_path / "one"), str(tmp_path / "two"))
+
+
+@needs_mpi
 def test_gradient_is_the_mean_over_every_scored_target_not_a_mean_of_the_ranks_means(tmp_path):
     model, x, y = uneven_batch()  # rank 0's rows score 1 target, rank 1's score 9
     model(x, y)[1].backward()
@@ -97,7 +111,8 @@ def test_a_batch_that_does_not_split_evenly_is_refused_once(tmp_path):
     result = two_ranks(*RUN, "--batch-size", "7", "--out", str(tmp_path))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
-    assert lines == ["train.py: error: --batch-size 7 does not split evenly over 2 ranks; choose a multiple of 2"]
+    assert lines == ["train.py: error: --batch-size 7 x --grad-accum 1 = 7 sequences per step do not split evenly "
+                     "over 2 ranks; make --grad-accum (as nanoGPT asks) or --batch-size a multiple of 2"]
     assert not (tmp_path / CHECKPOINT).exists()
 
 
