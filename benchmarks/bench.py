@@ -520,10 +520,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{library} float32 matmul {CEILING_N}^3 at the end: {ceilings[1]:.1f} GFLOP/s\n")
         print_summary(report["results"], report["ceiling_gflops"])
     if args.json:
-        _write_atomically(Path(args.json), json.dumps(report, indent=1))
+        write_atomically(Path(args.json), json.dumps(report, indent=1))
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
+    """`text` in `path`, whole or not at all: written beside it, then renamed over it."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)

@@ -1,0 +1,73 @@
+"""benchmarks/nanogpt.py: the PyTorch re-implementation of nanoGPT's CPU recipe is nanoGPT's (its init, learning-rate
+schedule and model settings), runs on train.py's split, and train.py's command for the recipe sets what nanoGPT sets.
+Nothing here is timed."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import run
+from benchmarks import nanogpt
+
+torch = pytest.importorskip("torch", reason="the nanoGPT reference needs torch (pip install -e '.[torch]')")
+
+
+def test_learning_rate_is_nanogpt_s_get_lr():
+    lr, low = 1e-3, 1e-4
+    assert nanogpt.nanogpt_lr(0, 2000) == pytest.approx(lr / 101)  # (it + 1) / (warmup_iters + 1)
+    assert nanogpt.nanogpt_lr(99, 2000) == pytest.approx(lr * 100 / 101)
+    assert nanogpt.nanogpt_lr(100, 2000) == pytest.approx(lr)
+    assert nanogpt.nanogpt_lr(1050, 2000) == pytest.approx((lr + low) / 2)
+    assert nanogpt.nanogpt_lr(2000, 2000) == pytest.approx(low)
+    assert nanogpt.nanogpt_lr(2001, 2000) == low
+
+
+def test_the_model_is_built_and_initialised_as_nanogpt_s():
+    torch.manual_seed(0)
+    model = nanogpt.nanogpt_model(vocab_size=65)
+    params = dict(model.named_parameters())
+    assert not any(name.endswith(".bias") for name in params), "bias=False: no biases in Linear or LayerNorm"
+    assert sum(p.numel() for p in params.values()) == 65 * 128 + 64 * 128 + 4 * (12 * 128 * 128 + 2 * 128) + 128
+    assert params["wte.weight"].std().item() == pytest.approx(0.02, rel=0.05)
+    assert params["wpe.weight"].std().item() == pytest.approx(0.02, rel=0.05)
+    assert params["blocks.0.attn.q_proj.weight"].std().item() == pytest.approx(0.02, rel=0.05)
+    for name in ("blocks.0.attn.proj.weight", "blocks.3.mlp.proj.weight"):
+        assert params[name].std().item() == pytest.approx(0.02 / math.sqrt(8), rel=0.05)
+    assert all(block.mlp.approximate == "none" and block.attn.sdpa for block in model.blocks)  # nn.GELU(), flash
+
+
+def test_a_short_run_on_the_split_train_py_uses_is_seeded_and_finite(tmp_path):
+    data = tmp_path / "text.txt"
+    data.write_text("".join(f"{i}: to be, or not to be, that is the question.\n" for i in range(60)), encoding="utf-8")
+    first = nanogpt.torch_run(str(data), steps=3, seed=1337)
+    again = nanogpt.torch_run(str(data), steps=3, seed=1337)
+    assert first["val_loss"] == again["val_loss"]
+    vocab = len(set(data.read_text(encoding="utf-8")))
+    assert 0 < first["val_loss"] < 1.2 * np.log(vocab) and first["ms_per_step"] > 0
+
+
+def test_train_py_s_command_sets_the_recipe():
+    args = run.build_parser().parse_args(nanogpt.train_py_argv("text.txt", 2000, 1337, "out"))
+    s = run.resolve_settings(args, None)
+    r = nanogpt.RECIPE
+    assert (s["task"], s["data"], s["tokenizer"], s["steps"], s["seed"]) == ("text", "text.txt", "char", 2000, 1337)
+    for ours, theirs in (("block_size", "block_size"), ("batch_size", "batch_size"), ("n_layer", "n_layer"),
+                         ("n_head", "n_head"), ("n_embd", "n_embd"), ("dropout", "dropout"), ("bias", "bias"),
+                         ("lr", "learning_rate"), ("min_lr", "min_lr"), ("warmup", "warmup_iters"),
+                         ("beta2", "beta2"), ("weight_decay", "weight_decay"), ("grad_clip", "grad_clip"),
+                         ("eval_interval", "eval_interval"), ("eval_iters", "eval_iters")):
+        assert s[ours] == r[theirs], ours
+    assert s["gelu"] == "exact" and s["grad_accum"] == 1 and s["always_save"] is False  # always_save_checkpoint=False
+
+
+def test_the_report_says_whether_the_losses_agree():
+    medians = {"minigrad": {"val_loss": 1.90, "ms_per_step": 30.0},
+               "nanoGPT (PyTorch)": {"val_loss": 1.88, "ms_per_step": 20.0}}
+    results = {"steps": 2000, "seeds": [1, 2, 3], "medians": medians}
+    text = nanogpt.report(results)
+    assert "+0.0200 (within 0.03)" in text and "minigrad / PyTorch: 1.50" in text
+    results["medians"]["minigrad"]["val_loss"] = 1.92
+    assert "NOT within 0.03" in nanogpt.report(results)
