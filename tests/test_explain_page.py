@@ -188,7 +188,7 @@ def test_the_default_page_is_one_file_under_2_mb():
 def test_no_token_can_end_the_data_script(tmp_path):
     data = tmp_path / "data.txt"
     data.write_text("a</script><b>&c " * 20, encoding="utf-8")
-    task = build_task({**DEFAULTS, "task": "text", "data": str(data)})
+    task = build_task({**DEFAULTS, "task": "text", "data": str(data), "block_size": 16})
     model = build_model(DEFAULTS, model_config({**DEFAULTS, "n_embd": 16, "n_head": 2, "n_layer": 1}, task), "cpu")
     page = page_html(attention_steps(model, task, default_ids(task)))
     assert page.count("</script") == 2  # the data's and the code's own
