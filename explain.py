@@ -116,10 +116,15 @@ class Steps:
     shares: np.ndarray  # (L, nh, T, T) step 4: key j's part of query i's output b_i (0 where masked)
     q: np.ndarray  # (L, nh, T, d_k) the queries; with grouped-query attention the shared k heads come repeated
     k: np.ndarray  # (L, nh, T, d_k) the keys
-    products: np.ndarray  # (L, nh, T, T, d_k) q_i * k_j elementwise: they add up to q_i . k_j (the neuron view)
     query: int  # the position explained
     why_query: str
     heads: list[tuple[int, int, str]]  # for each query position: (layer, head, why) that explain picks for it
+
+    @property
+    def products(self) -> np.ndarray:
+        """(L, nh, T, T, d_k) q_i * k_j elementwise, the neuron view: they add up to q_i . k_j. Made on demand, since
+        they are T times larger than q and k (a loaded GPT-2 at 200 tokens: gigabytes)."""
+        return self.q[:, :, :, None, :] * self.k[:, :, None, :, :]
 
     @property
     def labels(self) -> list[str]:
@@ -144,7 +149,7 @@ def attention_steps(model: nn.Module, task: Task, ids: Sequence[int], layer: int
     return Steps(tokens=[task.vocab[i] for i in ids], text=task.decode(ids), scores=scores,
                  kept=F.causal_mask(T).numpy() == 0, weights=weights,
                  shares=shares(weights, v[:, :, None]),  # each query's row: v (L, nh, 1, T, d_k) for every row
-                 q=q, k=k, products=q[:, :, :, None, :] * k[:, :, None, :, :], query=query, why_query=why_query,
+                 q=q, k=k, query=query, why_query=why_query,
                  heads=[choose_head(weights, i, layer, head) for i in range(T)])
 
 

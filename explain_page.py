@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def page_data(steps: Steps) -> dict[str, Any]:
     """The numbers the page shows, as JSON-ready lists of float64 (each one the exact double the text table
     formats, so the page's rounding matches it); a non-finite number is refused, since JSON has none."""
-    arrays = {name: getattr(steps, name) for name in ("scores", "weights", "shares", "q", "k", "products")}
+    arrays = {name: getattr(steps, name) for name in ("scores", "weights", "shares", "q", "k")}  # products: q * k in JS
     for name, a in arrays.items():
         if not np.isfinite(a).all():
             raise ValueError(f"the model's attention {name} {a.shape} has non-finite values; no page is written")
@@ -326,7 +326,7 @@ function renderSteps() {  // the text table of train.py explain, at its precisio
 
 function renderNeuron() {  // the score of the query and one key, taken apart into the d_k products q_n k_j,n
   const {layer: l, head: h, query: q} = state, key = keyShown();
-  const qv = D.q[l][h][q], kv = D.k[l][h][key], p = D.products[l][h][q][key];
+  const qv = D.q[l][h][q], kv = D.k[l][h][key], p = qv.map((x, n) => x * kv[n]);  // float64, as Steps.products
   const range = Math.max(...p.map(Math.abs)) || 1;
   document.getElementById("neuron-title").textContent =
     `Neuron view: layer ${l}, head ${h}, query ${token(q)} · key ${token(key)}` + (D.kept[q][key] ? "" : " (masked)");

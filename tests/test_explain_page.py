@@ -180,7 +180,7 @@ def test_the_default_page_is_one_file_under_2_mb():
         "everything is inline: no address to fetch"
     data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S).group(1))
     assert data == json.loads(json.dumps(page_data(steps)))
-    for name in ("scores", "weights", "shares", "products"):  # each number the exact double the text table formats
+    for name in ("scores", "weights", "shares", "q", "k"):  # each number the exact double the text table formats
         np.testing.assert_array_equal(np.array(data[name]), getattr(steps, name))
     assert data["tokens"] == steps.labels and data["heads"] == [list(h) for h in steps.heads]
 
