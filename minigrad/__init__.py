@@ -5,13 +5,27 @@ Start at tensor.py (Tensor, Function, backward), then the op modules it ties to;
 from minigrad import functional, nn, optim
 from minigrad.activations import log_softmax, softmax
 from minigrad.backend import cuda_available, manual_seed
-from minigrad.creation import arange, eye, full, full_like, ones, ones_like, randn, tensor, zeros, zeros_like
+from minigrad.creation import (
+    arange,
+    as_tensor,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    ones,
+    ones_like,
+    randn,
+    tensor,
+    zeros,
+    zeros_like,
+)
 from minigrad.dtypes import bool_, float32, float64, int64
 from minigrad.elementwise import (
     abs,
     add,
     clamp,
     clip,
+    clone,
     cos,
     div,
     erf,
@@ -32,7 +46,23 @@ from minigrad.elementwise import (
 )
 from minigrad.finite_differences import GradcheckError, gradcheck
 from minigrad.matmul import matmul
-from minigrad.reductions import all, any, argmax, argmin, cumsum, logsumexp, max, mean, min, prod, std, sum, var
+from minigrad.reductions import (
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    cumsum,
+    logsumexp,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    var,
+)
 from minigrad.serialization import load, save
 from minigrad.shapes import (
     cat,
@@ -59,11 +89,13 @@ __all__ = [
     "gradcheck", "int64", "is_fused_enabled", "is_grad_enabled", "load", "manual_seed", "nn", "no_grad", "optim",
     "save",
     # creation (creation.py)
-    "arange", "eye", "full", "full_like", "ones", "ones_like", "randn", "tensor", "zeros", "zeros_like",
+    "arange", "as_tensor", "eye", "from_numpy", "full", "full_like", "ones", "ones_like", "randn", "tensor", "zeros",
+    "zeros_like",
     # tensor math as torch.X (elementwise.py, reductions.py, shapes.py, matmul.py; softmax from activations.py)
-    "abs", "add", "clamp", "clip", "cos", "div", "erf", "exp", "log", "maximum", "minimum", "mul", "neg", "pow",
-    "rsqrt", "sigmoid", "sin", "sqrt", "sub", "tanh", "where",
-    "all", "any", "argmax", "argmin", "cumsum", "logsumexp", "max", "mean", "min", "prod", "std", "sum", "var",
+    "abs", "add", "clamp", "clip", "clone", "cos", "div", "erf", "exp", "log", "maximum", "minimum", "mul", "neg",
+    "pow", "rsqrt", "sigmoid", "sin", "sqrt", "sub", "tanh", "where",
+    "all", "amax", "amin", "any", "argmax", "argmin", "cumsum", "logsumexp", "max", "mean", "min", "prod", "std", "sum",
+    "var",
     "cat", "chunk", "concatenate", "flatten", "flip", "gather", "permute", "reshape", "split", "squeeze", "stack",
     "transpose", "tril", "triu", "unflatten", "unsqueeze",
     "matmul", "softmax", "log_softmax",

@@ -205,10 +205,10 @@ class ReluFunction(Function):
 
     def forward(self, x):
         self.positive = x > 0
-        return x * self.positive
+        return backend.get_array_module(x).maximum(x, x.dtype.type(0))  # not x * mask: relu(-inf) is 0, NaN stays
 
     def backward(self, dout):
-        return (dout * self.positive,)
+        return (backend.get_array_module(dout).where(self.positive, dout, 0),)
 
 
 def relu(x: Tensor) -> Tensor:

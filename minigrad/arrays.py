@@ -20,24 +20,27 @@ Dims = int | Sequence[int] | None
 
 # ---- values into arrays ----
 
-def as_array(value: Any, dtype: DType | None = None, device: str | None = None, op: str = "tensor") -> Array:
+def as_array(value: Any, dtype: DType | None = None, device: str | None = None, op: str = "tensor",
+             copy: bool = False) -> Array:
     """The one way values become a backend array: a tensor (its data), a NumPy or CuPy array, a number or a
-    (nested) list, as `dtype` (default: its own, Python floats as float32) on `device` (default: its own,
-    or "cpu"). Anything that is not numbers (None, strings) is a TypeError naming `op`."""
+    (nested) list, as `dtype` (default: its own; Python floats as float32, Python ints as int64, refused beyond it)
+    on `device` (default: its own, or "cpu"); an array already so is the array itself unless copy=True. Anything
+    that is not numbers (None, strings) is a TypeError naming `op`."""
     if hasattr(value, "requires_grad"):  # a Tensor (tensor.py sits above this module): its array
         value = value.data
-    own = own_dtype(value)
+    own = own_dtype(value, op)
     if own.kind not in "biuf":
         raise TypeError(f"{op}: expected numbers, got {type(value).__name__} {value!r:.60}, whose dtype {own} "
                         "is not a number type (bool, integer or float)")
     if dtype is not None:
         dtype = number_dtype(op, dtype)
-    elif not hasattr(value, "dtype") and own.kind == "f":
-        dtype = DEFAULT_FLOAT
+    elif not hasattr(value, "dtype"):  # Python data: floats as float32, ints as int64 (NumPy would pick by size)
+        dtype = DEFAULT_FLOAT if own.kind == "f" else own
     if device is None:
         device = backend.device_of(value) if hasattr(value, "dtype") else "cpu"
     xp = backend.module_for(device)
-    return xp.asarray(backend.to_device(value, device) if hasattr(value, "dtype") else value, dtype=dtype)
+    data = backend.to_device(value, device) if hasattr(value, "dtype") else value
+    return xp.array(data, dtype=dtype) if copy else xp.asarray(data, dtype=dtype)
 
 
 _KIND_NAMES = {"b": "boolean", "i": "integer", "u": "integer", "f": "floating-point"}

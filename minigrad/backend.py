@@ -51,6 +51,11 @@ def get_array_module(array: Array):
     return np
 
 
+def is_array(value: Any) -> bool:
+    """Whether `value` is a NumPy or a CuPy array."""
+    return isinstance(value, np.ndarray) or (cupy is not None and isinstance(value, cupy.ndarray))
+
+
 def device_of(array: Array) -> str:
     return "cuda" if get_array_module(array) is not np else "cpu"
 

@@ -1,5 +1,6 @@
-"""Creating tensors, as PyTorch's functions of the same names: tensor, zeros, ones, full, eye, the
-*_like forms, arange and randn. Each makes a new leaf, on "cpu" unless `device` says otherwise.
+"""Creating tensors, as PyTorch's functions of the same names: tensor (a copy), as_tensor and from_numpy (which share
+an array's memory), zeros, ones, full, eye, the *_like forms, arange and randn. Each makes a new leaf, on "cpu"
+unless `device` says otherwise.
 """
 
 from __future__ import annotations
@@ -16,8 +17,26 @@ from minigrad.tensor import Tensor
 
 
 def tensor(data: Any, requires_grad: bool = False, dtype: DType | None = None, device: str = "cpu") -> Tensor:
-    """A new leaf tensor from a list, scalar or array. Python floats become float32."""
+    """A new leaf tensor holding a copy of a list, scalar, array or tensor, as torch.tensor: writing into the source
+    later changes nothing here. Python floats become float32."""
     return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
+
+
+def as_tensor(data: Any, dtype: DType | None = None, device: str | None = None) -> Tensor:
+    """`data` as a tensor without a copy where it can be (as torch.as_tensor): a tensor of that dtype and device is
+    returned itself, an array of that dtype and device is shared (a write into it shows here); else a copy."""
+    if isinstance(data, Tensor) and (dtype is None or number_dtype("as_tensor", dtype) == data.dtype) \
+            and (device is None or device == data.device):
+        return data
+    return Tensor(data, dtype=dtype, device=device, copy=False)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor that shares the memory of a NumPy array, with its dtype (as torch.from_numpy): a write into either
+    shows in the other. Writes through the array are not counted in the tensor's version."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    return Tensor(array, copy=False)
 
 
 def zeros(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:

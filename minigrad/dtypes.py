@@ -33,21 +33,59 @@ def number_dtype(op: str, dtype: DType) -> np.dtype:
     return result
 
 
-def own_dtype(data: Any) -> np.dtype:
-    """The dtype of an array or NumPy scalar, or the one NumPy gives Python data (a number, a list)."""
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def own_dtype(data: Any, op: str = "tensor") -> np.dtype:
+    """The dtype of an array or NumPy scalar, or the one NumPy gives Python data (a number, a list), where a Python int
+    beyond int64 is a ValueError naming `op`, as in PyTorch (NumPy would make it an object, or round it to a float)."""
     if hasattr(data, "dtype"):
         return data.dtype
     if isinstance(data, bool):
         return np.dtype(np.bool_)
-    if isinstance(data, (int, float)):  # of any size: NumPy would give 2**70 its object dtype
-        return np.dtype(np.int64 if isinstance(data, int) else np.float64)
-    return np.asarray(data).dtype  # only asked, then dropped: the real array is made on the device by _as_array
+    if isinstance(data, int):
+        _check_int64(op, data)
+        return np.dtype(np.int64)
+    if isinstance(data, float):
+        return np.dtype(np.float64)
+    own = np.asarray(data).dtype  # only asked, then dropped: the real array is made on the device by as_array
+    if own.kind in "fO":  # NumPy rounds an int beyond int64 to a float, or keeps it as an object: is there one?
+        try:
+            with np.errstate(invalid="ignore"):  # floats convert with a warning at most
+                np.asarray(data, dtype=np.int64)  # overflows on such an int, and on nothing else
+        except OverflowError:
+            numbers = list(_leaves(data))
+            if any(isinstance(v, (float, np.floating)) for v in numbers):  # floats with a big int: floats, as torch
+                return np.dtype(np.float64)
+            for v in numbers:  # ints only: say which one is too big
+                if isinstance(v, int) and not isinstance(v, bool):
+                    _check_int64(op, v)
+        except (TypeError, ValueError):  # not numbers: refused by the caller
+            pass
+    return own
+
+
+def _check_int64(op: str, value: int) -> None:
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"{op}: overflow: the integer {value} does not fit in int64, the widest integer dtype here "
+                         f"([{_INT64_MIN}, {_INT64_MAX}]); pass it as a float if that is what you mean")
+
+
+def _leaves(data: Any) -> Any:
+    """The numbers of nested lists and tuples."""
+    if isinstance(data, (list, tuple)):
+        for item in data:
+            yield from _leaves(item)
+    else:
+        yield data
 
 
 def number_kind(op: str, value: Any) -> str:
     """The dtype kind ("b", "i", "u" or "f") of a Python or NumPy number, 0-d array or 0-d tensor; a
     TypeError naming `op` for anything else (None, a string, a list)."""
-    if isinstance(value, (bool, int, float)) or getattr(value, "ndim", None) == 0:
+    if isinstance(value, (bool, int, float)):  # of any size: x * 2**70 is fine for a float x
+        return "b" if isinstance(value, bool) else "i" if isinstance(value, int) else "f"
+    if getattr(value, "ndim", None) == 0:
         if (kind := own_dtype(value).kind) in "biuf":
             return kind
     elif hasattr(value, "shape") or isinstance(value, (list, tuple)):

@@ -58,10 +58,10 @@ class Div(Function):
     """z = a / b;  da = dout / b,  db = -dout * a / b**2 = -dout * z / b"""
 
     def forward(self, a, b):
-        self.b = b
-        self.z = a / b
-        self.a_shape = a.shape
-        return self.z
+        z = a / b
+        self.b, self.a_shape = b, a.shape
+        self.z = z if self.needs_input_grad and self.needs_input_grad[1] else None  # only db needs z (x / 2 keeps none)
+        return z
 
     def backward(self, dout):
         da = dout / self.b
@@ -77,9 +77,10 @@ class Pow(Function):
     """
 
     def forward(self, a, b):
+        z = a**b
         self.a, self.b = a, b
-        self.z = a**b
-        return self.z
+        self.z = z if self.needs_input_grad and self.needs_input_grad[1] else None  # only db needs z
+        return z
 
     def backward(self, dout):
         xp = backend.get_array_module(dout)
@@ -168,6 +169,16 @@ class Tanh(Function):
         return (dout * (1 - self.y * self.y),)
 
 
+class Clone(Function):
+    """y = a copy of x in new memory (Tensor.clone);  dx = dout"""
+
+    def forward(self, x):
+        return x.copy()
+
+    def backward(self, dout):
+        return (dout,)
+
+
 class Cast(Function):
     """y = x as another dtype (Tensor.to);  dx = dout as x's dtype"""
 
@@ -185,6 +196,7 @@ def log(x: Tensor) -> Tensor: return Log.apply(as_float(x))
 def sqrt(x: Tensor) -> Tensor: return Sqrt.apply(as_float(x))
 def tanh(x: Tensor) -> Tensor: return Tanh.apply(as_float(x))
 def cast(x: Tensor, dtype: Any) -> Tensor: return Cast.apply(x, dtype=dtype)
+def clone(x: Tensor) -> Tensor: return Clone.apply(x)
 
 
 # ---- more elementwise math: sigmoid, abs, rsqrt, sin, cos, erf, maximum, minimum, where, clamp ----
@@ -270,23 +282,27 @@ def erf(x: Tensor) -> Tensor: return Erf.apply(as_float(x))
 
 
 class Maximum(Function):
-    """z = maximum(a, b);  da = dout where z == a, db = dout - da; where a == b each gets dout / 2 (as PyTorch)"""
+    """z = maximum(a, b);  da = dout where a > b, db = dout where b > a; where a == b each gets dout / 2. As in
+    PyTorch, selected, not multiplied by a mask: where a or b is NaN (z is NaN) both get dout."""
 
-    pick = "maximum"  # Minimum differs only here: the backward reads the choice off z
+    pick = "maximum"  # Minimum differs here and in which side `loses`
 
     def forward(self, a, b):
         self.a, self.b = a, b
-        self.z = getattr(backend.get_array_module(a), self.pick)(a, b)
-        return self.z
+        return getattr(backend.get_array_module(a), self.pick)(a, b)
 
     def backward(self, dout):
         xp = backend.get_array_module(dout)
-        da = xp.where(self.a == self.b, dout * 0.5, dout * (self.z == self.a))
-        return unbroadcast(da, self.a.shape), unbroadcast(dout - da, self.b.shape)
+        a, b = self.a, self.b
+        shared = xp.where(a == b, dout * 0.5, dout)
+        a_loses, b_loses = (a < b, a > b) if self.pick == "maximum" else (a > b, a < b)
+        return (unbroadcast(xp.where(a_loses, 0, shared), a.shape),
+                unbroadcast(xp.where(b_loses, 0, shared), b.shape))
 
 
 class Minimum(Maximum):
-    """z = minimum(a, b);  da = dout where z == a, db = dout - da; where a == b each gets dout / 2 (as PyTorch)"""
+    """z = minimum(a, b);  da = dout where a < b, db = dout where b < a; where a == b each gets dout / 2; where
+    a or b is NaN both get dout (as PyTorch)"""
 
     pick = "minimum"
 
@@ -316,7 +332,7 @@ class Clamp(Function):
         return xp.clip(x, low, high)
 
     def backward(self, dout):
-        return (dout * self.inside,)
+        return (backend.get_array_module(dout).where(self.inside, dout, 0),)  # selected: an inf dout gives no NaN
 
 
 def maximum(a: Any, b: Any) -> Tensor: return Maximum.apply(*operands("maximum", a, b))
@@ -324,7 +340,13 @@ def minimum(a: Any, b: Any) -> Tensor: return Minimum.apply(*operands("minimum",
 
 
 def where(condition: Any, input: Any, other: Any) -> Tensor:
-    """`input` where the boolean `condition` is True, else `other`; all three broadcast (torch.where)."""
+    """`input` where the boolean `condition` is True, else `other`; all three broadcast (torch.where). With two
+    numbers the result takes their dtype (int64, float32 or bool) and the condition's device."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        number_kind("where", input)
+        device = condition.device if isinstance(condition, Tensor) else backend.device_of(condition) \
+            if hasattr(condition, "dtype") else "cpu"
+        input = Tensor.wrap(as_array(input, None, device, "where"))
     a, b = operands("where", input, other)
     cond = index_array("where", condition, a.device, "b")
     return Where.apply(a, b, cond=cond)
@@ -344,6 +366,19 @@ def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tens
 
 
 clip = clamp
+
+
+def filled(x: Tensor, value: Any) -> Tensor:
+    """A tensor of x's shape and dtype with every element `value` (a number, cast to x's dtype as PyTorch's fill_
+    casts it, or a 0-d tensor, which gets the gradient, summed); x gets none: fill_'s out-of-place form."""
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise ValueError(f"fill_: expected a number or a 0-d tensor, got a tensor of shape {value.shape}")
+        value = value.to(x.device).to(x.dtype)
+    else:
+        number_kind("fill_", value)
+        value = Tensor.wrap(as_array(value, x.dtype, x.device, "fill_"))
+    return where(True, value, x)
 
 
 class MaskedFillFunction(Function):

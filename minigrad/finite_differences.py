@@ -71,7 +71,8 @@ def gradcheck(fn: Callable[..., Tensor], *inputs: Any, eps: float = 1e-6, atol: 
               rtol: float = 1e-3, seed: int = 0, raise_exception: bool = True) -> GradcheckResult:
     """Check d fn / d input for every float64 input that requires grad, contracting the output with a random upstream
     gradient (a plain sum would pass a zero backward for softmax or layer norm); element k passes when |analytic -
-    numeric| <= atol + rtol |numeric|. Raises GradcheckError naming the worst element, or returns a falsy result."""
+    numeric| <= atol + rtol |numeric|. Raises GradcheckError naming the worst element, or returns a falsy result.
+    The inputs are left as they were, values and .grad, even when fn raises."""
     inputs = tuple(t.detach().requires_grad_() if isinstance(t, Tensor) and t.requires_grad and not t.is_leaf else t
                    for t in inputs)  # a computed input (x.to(mg.float64)) as a leaf, where backward() leaves .grad
     checked = [(i, t) for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
@@ -80,9 +81,18 @@ def gradcheck(fn: Callable[..., Tensor], *inputs: Any, eps: float = 1e-6, atol: 
     for i, t in checked:
         if t.dtype != np.float64:
             raise TypeError(f"gradcheck: input {i} is {t.dtype}; finite differences need float64 (use .to(mg.float64))")
-        t.data = backend.get_array_module(t.data).ascontiguousarray(t.data)  # so writes through reshape(-1) land
-        t.grad = None
+    kept = [t.grad for _, t in checked]  # the callers' gradients: backward below would add to them
+    try:
+        return _check(fn, inputs, checked, eps, atol, rtol, seed, raise_exception)
+    finally:
+        for (_, t), grad in zip(checked, kept, strict=True):
+            t.grad = grad
 
+
+def _check(fn: Callable[..., Tensor], inputs: tuple[Any, ...], checked: list[tuple[int, Tensor]], eps: float,
+           atol: float, rtol: float, seed: int, raise_exception: bool) -> GradcheckResult:
+    for _, t in checked:
+        t.grad = None
     out = fn(*inputs)
     if not isinstance(out, Tensor) or out.dtype != np.float64:
         raise TypeError(f"gradcheck: fn must return a float64 Tensor, got {out!r:.80}")
@@ -97,15 +107,16 @@ def gradcheck(fn: Callable[..., Tensor], *inputs: Any, eps: float = 1e-6, atol: 
         for i, t in checked:
             analytic = backend.to_numpy(t.grad) if t.grad is not None else np.zeros(t.shape)
             numeric = np.zeros(t.shape)
-            flat = t.data.reshape(-1)
-            for k in range(flat.size):
-                original = flat[k].item()
-                flat[k] = original + eps
-                plus = contracted()
-                flat[k] = original - eps
-                minus = contracted()
-                flat[k] = original
-                numeric.flat[k] = (plus - minus) / (2 * eps)
+            for k in np.ndindex(*t.shape):  # an index per element, whatever the array's strides
+                original = t.data[k].item()
+                try:
+                    t.data[k] = original + eps
+                    plus = contracted()
+                    t.data[k] = original - eps
+                    minus = contracted()
+                finally:  # the element as it was, also when fn raises
+                    t.data[k] = original
+                numeric[k] = (plus - minus) / (2 * eps)
             reports.append(_compare(i, analytic, numeric, atol, rtol))
 
     result = GradcheckResult(reports)

@@ -22,9 +22,10 @@ class CrossEntropyFunction(Function):
     """
 
     def forward(self, logits, targets, counted, smoothing, reduction):
-        rows = backend.get_array_module(logits).arange(targets.shape[0])
+        xp = backend.get_array_module(logits)
+        rows = xp.arange(targets.shape[0])
         losses, self.probs = self.losses_and_probs(as_rows(logits), rows, targets, smoothing)  # (N,), (N, V)
-        losses *= counted
+        losses = xp.where(counted > 0, losses, 0)  # selected: an ignored row's inf or NaN counts for nothing
         self.rows, self.targets, self.counted, self.n = rows, targets, counted, counted.sum()
         self.smoothing, self.reduction, self.logits_shape = smoothing, reduction, logits.shape
         return _reduce(losses, reduction, self.n, logits.shape[:-1])
@@ -39,9 +40,11 @@ class CrossEntropyFunction(Function):
         return losses, backend.get_array_module(x).exp(logp)
 
     def backward(self, dout):
-        w = _row_weights(dout, self.reduction, self.n, self.probs.shape[0]) * self.counted[:, None]  # (N, 1)
+        xp = backend.get_array_module(dout)
+        counted = self.counted[:, None] > 0  # (N, 1)
+        w = xp.where(counted, _row_weights(dout, self.reduction, self.n, self.probs.shape[0]), 0)  # (N, 1)
         # in the forward pass this was: loss = reduce(-sum_c q_c log probs_c)
-        dx = self.probs * w
+        dx = self.probs * w  # an ignored row: probs * 0, so 0 unless its logits hold NaN or +inf (NaN, as PyTorch)
         dx[self.rows, self.targets] -= (1 - self.smoothing) * w[:, 0]
         if self.smoothing:
             dx -= (self.smoothing / dx.shape[1]) * w

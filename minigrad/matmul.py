@@ -22,18 +22,20 @@ class MatMul(Function):
     """z = a @ b (batch dims broadcast);  da = dout @ b^T,  db = a^T @ dout"""
 
     def forward(self, a, b):
-        self.a, self.b = a, b
+        # da needs b and db needs a: keep only what backward will use (x @ W with x constant keeps no W)
+        need_a, need_b = self.needs_input_grad or (False, False)
+        self.a, self.b, self.a_shape, self.b_shape = (a if need_b else None), (b if need_a else None), a.shape, b.shape
         return matmul_2d(a, b) if b.ndim == 2 else a @ b  # speed: a matrix b makes one 2-D product
 
     def backward(self, dout):
         # in the forward pass this was: z = a @ b
         a, b = self.a, self.b
         need_a, need_b = self.needs_input_grad
-        if b.ndim == 2:  # speed: the 2-D product of forward, undone as 2-D products
+        if len(self.b_shape) == 2:  # speed: the 2-D product of forward, undone as 2-D products
             return (matmul_2d(dout, b.T) if need_a else None,
                     as_rows(a).T @ as_rows(dout) if need_b else None)
-        return (unbroadcast(dout @ b.swapaxes(-1, -2), a.shape) if need_a else None,
-                unbroadcast(a.swapaxes(-1, -2) @ dout, b.shape) if need_b else None)
+        return (unbroadcast(dout @ b.swapaxes(-1, -2), self.a_shape) if need_a else None,
+                unbroadcast(a.swapaxes(-1, -2) @ dout, self.b_shape) if need_b else None)
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -62,7 +64,8 @@ class LinearFunction(Function):
     (dw and db summed over every leading axis of x, flattened into N rows)"""
 
     def forward(self, x, w, *b):
-        self.x, self.w = x, w
+        need_x, need_w = (self.needs_input_grad or (False, False))[:2]
+        self.x, self.w = (x if need_w else None), (w if need_x else None)  # dx needs w, dw needs x, db neither
         y = matmul_2d(x, w.T)  # (..., out)
         if b:
             y += b[0]

@@ -1,12 +1,13 @@
-"""Reductions over any dims, as torch.X: sum, mean, max, min, var, std, prod, logsumexp (each gradient broadcast
-back along the reduced axes), cumsum, and argmax, argmin, any, all (no gradient). max and min return the values
-only, as torch.amax and torch.amin do; argmax and argmin give the indices.
+"""Reductions over any dims, as torch.X: sum, mean, amax, amin, var, std, prod, logsumexp (each gradient broadcast
+back along the reduced axes), cumsum, and argmax, argmin, any, all (no gradient). max and min with a dim return
+(values, indices) as in PyTorch, without one the largest (smallest) value; amax and amin give values only.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from typing import Any, NamedTuple
 
 from minigrad import backend
 from minigrad.arrays import Dims, as_axes, numpy_aliases
@@ -29,7 +30,7 @@ class Sum(Function):
 
 
 class Max(Function):
-    """y = max(x, axis);  dx = dout where x is the maximum (shared equally between ties), else 0"""
+    """y = amax(x, axis);  dx = dout where x is the maximum (shared equally between ties), else 0"""
 
     pick = "max"  # Min differs only here
 
@@ -42,11 +43,11 @@ class Max(Function):
     def backward(self, dout):
         dout = dout.reshape(_kept_shape(self.picked.shape, self.axis))
         ties = self.picked.sum(axis=self.axis, keepdims=True, dtype=dout.dtype)
-        return (self.picked * (dout / ties),)
+        return (backend.get_array_module(dout).where(self.picked, dout / ties, 0),)  # selected: no 0 * inf
 
 
 class Min(Max):
-    """y = min(x, axis);  dx = dout where x is the minimum (shared equally between ties), else 0"""
+    """y = amin(x, axis);  dx = dout where x is the minimum (shared equally between ties), else 0"""
 
     pick = "min"
 
@@ -75,14 +76,52 @@ def mean(x: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
     return Sum.apply(x, axis=reduced, keepdims=keepdim) * (1.0 / count if count else math.nan)  # empty: NaN, as NumPy
 
 
-@numpy_aliases
-def max(x: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
-    return Max.apply(x, axis=_axes_with_values("max", x, dim), keepdims=keepdim)
+class ValuesIndices(NamedTuple):
+    """What max and min with a dim return, as torch.return_types.max: `values, indices = x.max(dim=1)`."""
+
+    values: Tensor
+    indices: Tensor
 
 
 @numpy_aliases
-def min(x: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
-    return Min.apply(x, axis=_axes_with_values("min", x, dim), keepdims=keepdim)
+def amax(x: Tensor, dim: Dims = (), keepdim: bool = False) -> Tensor:
+    """The largest values over `dim` (an int or ints; () or None: all), as torch.amax; ties share the gradient."""
+    return Max.apply(x, axis=_axes_with_values("amax", x, None if dim == () else dim), keepdims=keepdim)
+
+
+@numpy_aliases
+def amin(x: Tensor, dim: Dims = (), keepdim: bool = False) -> Tensor:
+    """The smallest values over `dim`, as torch.amin; ties share the gradient."""
+    return Min.apply(x, axis=_axes_with_values("amin", x, None if dim == () else dim), keepdims=keepdim)
+
+
+@numpy_aliases
+def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor | ValuesIndices:
+    """As torch.max: max(x) is the largest value (ties share the gradient); max(x, dim) is (values, indices) along
+    one dim, the first largest where several tie, its value's gradient going to that one; max(x, other) is
+    maximum(x, other). For values only over several dims, amax."""
+    return _extreme("max", x, dim, keepdim)
+
+
+@numpy_aliases
+def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor | ValuesIndices:
+    """As torch.min: the smallest value; (values, indices) along a dim; or minimum(x, other). See max."""
+    return _extreme("min", x, dim, keepdim)
+
+
+def _extreme(op: str, x: Tensor, dim: Any, keepdim: bool) -> Tensor | ValuesIndices:
+    if isinstance(dim, Tensor):  # torch.max(a, b): the elementwise maximum
+        return getattr(x, "maximum" if op == "max" else "minimum")(dim)
+    if dim is None:
+        return (Max if op == "max" else Min).apply(x, axis=_axes_with_values(op, x, None), keepdims=False)
+    if not hasattr(dim, "__index__") or isinstance(dim, bool):
+        raise TypeError(f"{op}: dim must be one int, got {dim!r}; for values over several dims use a{op}")
+    _axes_with_values(op, x, as_axes(op, dim, x.shape, one=True))  # a dim in range, along which x is not empty
+    indices = _index_of("arg" + op, x, dim, keepdim=True)
+    values = x.gather(dim, indices) if x.ndim else x  # the values at the indices: their gradient goes there
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return ValuesIndices(values, indices)
 
 
 def _axes_with_values(op: str, x: Tensor, dim: Dims) -> tuple[int, ...]:
@@ -125,28 +164,49 @@ def var(x: Tensor, dim: Dims = None, *, correction: float | None = None, unbiase
         keepdim: bool = False) -> Tensor:
     """Variance over `dim`, dividing by N - correction (1, Bessel's, by default; unbiased=True / False is PyTorch's
     older spelling of 1 / 0); with N - correction <= 0 the result is inf or NaN, with a warning, as in PyTorch."""
-    check_float("var", x)
+    return _variance(Var, "var", x, dim, correction, unbiased, keepdim)
+
+
+def _variance(fn: type[Var], op: str, x: Tensor, dim: Dims, correction: float | None, unbiased: bool | None,
+              keepdim: bool) -> Tensor:
+    check_float(op, x)
     if unbiased is not None and correction is not None:
-        raise ValueError("var: give correction or unbiased, not both")
+        raise ValueError(f"{op}: give correction or unbiased, not both")
     correction = (1 if unbiased is None or unbiased else 0) if correction is None else correction
-    reduced = as_axes("var", dim, x.shape)
+    reduced = as_axes(op, dim, x.shape)
     n = _count(x.shape, reduced)
     if n - correction <= 0:
-        warnings.warn(f"var: {n} element(s) per result (shape {x.shape}, dim {dim}) with correction={correction} "
-                      "leave no degrees of freedom: the result is inf or NaN", RuntimeWarning, stacklevel=3)
-    return Var.apply(x, axis=reduced, keepdims=keepdim, correction=correction)
+        warnings.warn(f"{op}: {n} element(s) per result (shape {x.shape}, dim {dim}) with correction={correction} "
+                      "leave no degrees of freedom: the result is inf or NaN", RuntimeWarning, stacklevel=4)
+    return fn.apply(x, axis=reduced, keepdims=keepdim, correction=correction)
+
+
+class Std(Var):
+    """y = sqrt(var(x, axis));  dx = dout / (2 y) * d var / dx = dout * (x - mean) / ((N - correction) y),
+    and 0 where y = 0 (all x equal): chosen there, as in PyTorch, not 0 / 0"""
+
+    def forward(self, x, axis, keepdims, correction):
+        self.y = backend.get_array_module(x).sqrt(super().forward(x, axis, True, correction))
+        return self.y if keepdims else self.y.squeeze(axis)
+
+    def backward(self, dout):
+        xp = backend.get_array_module(dout)
+        y = self.y
+        dvar = xp.where(y == 0, 0, dout.reshape(y.shape) / xp.where(y == 0, 1, 2 * y))
+        return super().backward(dvar)
 
 
 @numpy_aliases
 def std(x: Tensor, dim: Dims = None, *, correction: float | None = None, unbiased: bool | None = None,
         keepdim: bool = False) -> Tensor:
-    """sqrt(var): derived, so dx = dout / (2 std) * d var / dx."""
-    return var(x, dim, correction=correction, unbiased=unbiased, keepdim=keepdim).sqrt()
+    """Standard deviation over `dim`, sqrt(var) with var's arguments; its gradient is 0 where it is 0."""
+    return _variance(Std, "std", x, dim, correction, unbiased, keepdim)
 
 
 class Prod(Function):
-    """y = prod(x, axis);  dx_i = dout * (product of the other x_j): y / x_i when no x_j is zero. With one
-    zero, only the zero's place gets a gradient (the product of the rest); with two or more, none does."""
+    """y = prod(x, axis);  dx_i = dout * (product of the other x_j) = dout * (product of the x_j before i) *
+    (product of those after i), along the reduced axes taken as one: no division, so a zero (only its place gets a
+    gradient), two zeros (none does) and a product that overflows need no special case."""
 
     def forward(self, x, axis, keepdims):
         self.x, self.axis = x, axis
@@ -156,12 +216,15 @@ class Prod(Function):
     def backward(self, dout):
         xp = backend.get_array_module(dout)
         x, axis = self.x, self.axis
-        zero = x == 0
-        others = xp.where(zero, 1, x)  # the zeros left out, so that nothing is divided by zero
-        rest = others.prod(axis=axis, keepdims=True)
-        zeros = zero.sum(axis=axis, keepdims=True)
-        product_of_others = xp.where(zero, rest * (zeros == 1), rest / others * (zeros == 0))
-        return (dout.reshape(rest.shape) * product_of_others,)
+        kept = tuple(a for a in range(x.ndim) if a not in axis)
+        rows = x.transpose(kept + axis).reshape(*(x.shape[a] for a in kept), -1)  # (..., n): reduced axes last
+        ones = xp.ones(rows.shape[:-1] + (1,), dtype=x.dtype)
+        before = xp.cumprod(xp.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
+        after = xp.flip(xp.cumprod(xp.flip(xp.concatenate([rows[..., 1:], ones], axis=-1), -1), axis=-1), -1)
+        order = kept + axis  # the transpose above, undone
+        others = (before * after).reshape([x.shape[a] for a in order])
+        others = others.transpose([order.index(a) for a in range(x.ndim)])
+        return (dout.reshape(_kept_shape(x.shape, axis)) * others,)
 
 
 @numpy_aliases

@@ -72,15 +72,21 @@ class ScaledDotProductAttentionFunction(Function):
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any = None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
-                                 scale: float | None = None) -> Tensor:
+                                 scale: float | None = None, enable_gqa: bool = False) -> Tensor:
     """softmax(query key^T * scale + mask) value in one graph node, as torch.nn.functional.scaled_dot_product_attention
     (same arguments): query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev), batch axes broadcast.
     attn_mask: boolean, True where a query may attend, or float, added to the scores (F.causal_mask is one); a query
     that may attend to no key gets zeros (F.softmax of the steps written out gives NaN there, as in PyTorch: see
     docs/backward.md, which derives the backward). is_causal: the L queries are the last L of S positions (PyTorch
-    aligns them top left; the same when L == S). scale: 1 / sqrt(E) by default."""
+    aligns them top left; the same when L == S). scale: 1 / sqrt(E) by default. enable_gqa: grouped-query
+    attention, heads on axis -3: key and value have Hkv heads, each serving Hq / Hkv consecutive query heads (as
+    torch's, LLaMA 2 and 3's)."""
     op = "scaled_dot_product_attention"
     check_float(op, query)
+    if not isinstance(enable_gqa, bool):
+        raise TypeError(f"{op}: enable_gqa must be True or False, got {enable_gqa!r:.40}")
+    if enable_gqa:
+        key, value = _shared_heads(op, query, key, value)
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2 or query.shape[-1] != key.shape[-1] \
             or key.shape[-2] != value.shape[-2]:
         raise ValueError(f"{op}: query {query.shape}, key {key.shape}, value {value.shape} do not fit "
@@ -106,6 +112,23 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     return ScaledDotProductAttentionFunction.apply(query, key, value, *float_mask, hidden=hidden, scale=scale,
                                                    dropout_p=dropout_p)
+
+
+def _shared_heads(op: str, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
+    """key and value (..., Hkv, S, *) with each head repeated Hq / Hkv times, side by side, as query's Hq heads
+    use them: (..., Hq, S, *); their gradients sum back over the copies (Expand's backward)."""
+    if min(query.ndim, key.ndim, value.ndim) < 3:
+        raise ValueError(f"{op}: enable_gqa needs a head axis (-3): query {query.shape}, key {key.shape}, "
+                         f"value {value.shape}")
+    hq, hk = query.shape[-3], key.shape[-3]
+    if value.shape[-3] != hk or hq % hk:
+        raise ValueError(f"{op}: enable_gqa: {hq} query heads for key {key.shape} and value {value.shape}: key and "
+                         "value need one number of heads, which divides the query's")
+    if hk == hq:
+        return key, value
+    return tuple(t.unsqueeze(-3).expand(*t.shape[:-2], hq // hk, *t.shape[-2:]).reshape(*t.shape[:-3], hq,
+                                                                                          *t.shape[-2:])
+                 for t in (key, value))
 
 
 def _mask(op: str, attn_mask: Any, query: Tensor, scores: tuple[int, ...]) -> tuple[Any, tuple[Tensor, ...]]:

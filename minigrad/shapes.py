@@ -31,6 +31,8 @@ from minigrad.tensor import Function, Tensor
 class Reshape(Function):
     """y = x.reshape(shape);  dx = dout.reshape(x.shape)"""
 
+    view = True  # y shares x's memory wherever NumPy can reshape without copying
+
     def forward(self, x, shape):
         self.x_shape = x.shape
         return x.reshape(shape)
@@ -41,6 +43,8 @@ class Reshape(Function):
 
 class Permute(Function):
     """y = x.transpose(axes) (NumPy's name for a permutation);  dx = dout.transpose(inverse of axes)"""
+
+    view = True
 
     def forward(self, x, axes):
         self.axes = axes
@@ -82,9 +86,12 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
 class GetItem(Function):
     """y = x[index];  dx = zeros like x with dout added at index (repeated indices accumulate)"""
 
+    view = True  # a basic index (ints, slices) gives a view of x, an array index a copy
+
     def forward(self, x, index):
         self.x_shape, self.index = x.shape, index
-        return x[index]
+        basic = index if any(i is Ellipsis for i in index) else (*index, Ellipsis)  # x[0, ...] of a vector: a 0-d view
+        return x[basic]
 
     def backward(self, dout):
         dx = backend.get_array_module(dout).zeros(self.x_shape, dtype=dout.dtype)
@@ -100,13 +107,23 @@ def _is_basic(index: tuple) -> bool:
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
-    """x[index] for ints, slices, None, Ellipsis and integer arrays (as lists, arrays or tensors)."""
-    index = index if isinstance(index, tuple) else (index,)
-    index = tuple(_index_argument(i, x.device) for i in index)
+    """x[index] for ints, slices, None, Ellipsis and integer or boolean arrays (as lists, arrays or tensors)."""
+    index = index_tuple(index, x.device)
     try:
         return GetItem.apply(x, index=index)
     except IndexError as err:
         raise IndexError(f"getitem: index {index} into a tensor of shape {x.shape}: {err}") from None
+
+
+def index_tuple(index: Any, device: str) -> tuple:
+    """An index as a tuple, array-likes as arrays on `device`. A list that holds slices, None, Ellipsis or sequences
+    is a tuple of indices, as PyTorch (and older NumPy) read x[[slice(None), [1, 3]]]; a list of ints is one index."""
+    if isinstance(index, list) and len(index) < 32 and any(
+            i is None or i is Ellipsis or isinstance(i, (slice, list, tuple, Tensor)) or getattr(i, "ndim", 0)
+            for i in index):
+        index = tuple(index)
+    index = index if isinstance(index, tuple) else (index,)
+    return tuple(_index_argument(i, device) for i in index)
 
 
 def _index_argument(i: Any, device: str) -> Any:
@@ -118,6 +135,70 @@ def _index_argument(i: Any, device: str) -> Any:
     if i.dtype.kind not in "iub":
         raise IndexError(f"getitem: indices must be integers or booleans, got dtype {i.dtype}")
     return i
+
+
+class SetItem(Function):
+    """y = x with y[index] = v (v broadcast to x[index]'s shape), the out-of-place form of x[index] = v;
+    dx = dout with 0 at index (those values were overwritten),  dv = dout[index] summed back to v's shape"""
+
+    def forward(self, x, v, index):
+        self.index, self.v_shape = index, v.shape
+        y = x.copy()
+        y[index] = v
+        return y
+
+    def backward(self, dout):
+        need_x, need_v = self.needs_input_grad
+        dx = None
+        if need_x:
+            dx = dout.copy()
+            dx[self.index] = 0
+        return dx, unbroadcast(dout[self.index], self.v_shape) if need_v else None
+
+
+def setitem(x: Tensor, index: Any, value: Any) -> Tensor:
+    """x with value written at index (value converted to x's dtype and broadcast, as PyTorch's x[index] = value
+    does): what x[index] = value computes, before it lands in x's memory (Tensor.__setitem__)."""
+    index = index_tuple(index, x.device)
+    v = value.to(x.dtype) if isinstance(value, Tensor) else Tensor.wrap(as_array(value, x.dtype, x.device, "setitem"))
+    target = x.data[index].shape  # the shape of the place written
+    if v.ndim > len(target):  # NumPy lets extra leading axes of size 1 through
+        if any(n != 1 for n in v.shape[:v.ndim - len(target)]):
+            raise ValueError(f"setitem: a value of shape {v.shape} does not fit x[index] of shape {target}")
+        v = reshape(v, v.shape[v.ndim - len(target):])
+    try:
+        return SetItem.apply(x, v, index=index)
+    except IndexError as err:
+        raise IndexError(f"setitem: index {index} into a tensor of shape {x.shape}: {err}") from None
+
+
+class CopySlices(Function):
+    """y = base with its view (the view ops `steps` from the base) replaced by v, after an in-place write into
+    the view (Tensor._write), as PyTorch's CopySlices; forward returns the base's array, already written.
+    dbase = dout with 0 where the view lies,  dv = dout where the view lies, in the view's shape"""
+
+    def forward(self, base, v, steps):
+        self.base_shape, self.steps = base.shape, steps
+        return base
+
+    def backward(self, dout):
+        xp = backend.get_array_module(dout)
+        where = xp.arange(math.prod(self.base_shape)).reshape(self.base_shape)  # each element's flat position
+        for cls, options, index in self.steps:  # ... cut as the view was: the positions the view covers
+            where = cls().forward(where, **options)
+            where = where if index is None else where[index]
+        flat = xp.ascontiguousarray(dout).reshape(-1)
+        dbase = flat.copy()
+        dbase[where.reshape(-1)] = 0
+        return dbase.reshape(self.base_shape), flat[where]
+
+
+def copied(x: Tensor, src: Any) -> Tensor:
+    """src as x's dtype, on x's device, broadcast to x's shape: what x.copy_(src) writes; src gets the gradient, x a
+    zero one (its old values are gone), as from PyTorch's copy_."""
+    if not isinstance(src, Tensor):
+        src = Tensor.wrap(as_array(src, x.dtype, x.device, "copy_"))
+    return x.where(False, src.to(x.device).to(x.dtype))  # selected: x stays in the graph, with no gradient
 
 
 # ---- cat (concatenate), stack, split, chunk ----
@@ -177,6 +258,8 @@ class Split(Function):
     """ys = the pieces of x along `dim` (views);  dx = the pieces' gradients side by side, zeros for a piece that
     received none. One node with several outputs (see Output in tensor.py): backward runs once, with every piece's
     gradient, and writes one array of x's shape."""
+
+    view = True
 
     def forward(self, x, sizes, dim):
         self.x_shape, self.x_dtype, self.pieces = x.shape, x.dtype, _pieces(sizes, dim)
@@ -265,6 +348,8 @@ class Expand(Function):
     """y = x broadcast to `shape` (a read-only view, nothing copied);  dx = dout summed back over the
     axes that were broadcast (the adjoint of broadcasting is summing)"""
 
+    view = True
+
     def forward(self, x, shape):
         self.x_shape = x.shape
         return backend.get_array_module(x).broadcast_to(x, shape)
@@ -317,7 +402,7 @@ class Flip(Function):
 
     def forward(self, x, dims):
         self.dims = dims
-        return backend.get_array_module(x).flip(x, dims)
+        return backend.get_array_module(x).flip(x, dims).copy()  # a copy, as PyTorch's: NumPy's flip is a view
 
     def backward(self, dout):
         return (backend.get_array_module(dout).flip(dout, self.dims),)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -93,6 +94,10 @@ class Function:
 
     parents: tuple[Function | Tensor | None, ...] | None = ()  # per input: the node that computed it, the leaf
     needs_input_grad: tuple[bool, ...] = ()  # itself, or None where no gradient is needed
+    # per input, then per output: (its version counter, the version then, id of its array), which backward
+    # compares with the version now wherever this node still holds that array (see _refuse_modified)
+    versions: Sequence[tuple[list[int], int, int]] = ()
+    view = False  # True: forward may return a view of its first input, which then shares its memory and version
     _hooks: tuple[Any, ...] = ()  # register_hook / retain_grad on the tensor this node computed
     _op = "function"  # the name in error messages, once per subclass: (Fused)LinearFunction -> "linear"
 
@@ -111,9 +116,11 @@ class Function:
                     f"{cls.__name__}.apply(x, name={t!r}) calls forward(x.data, name={t!r})"
                     if isinstance(t, (int, float, np.generic)) else
                     f"{op}: input {i} is a {type(t).__name__}, not a tensor; wrap it with mg.tensor()")
-            if i and (t.dtype != arrays[0].dtype or type(t.data) is not type(arrays[0])):  # another dtype or device
+            if t._view is not None and t._view.version != t._version_counter[0]:
+                t._view.refresh(t)  # its base was written in place since: its node is made again, from the base
+            if i and (t.dtype != arrays[0].dtype or type(t._data) is not type(arrays[0])):  # another dtype or device
                 check_same_device_and_dtype(op, inputs)  # raises, naming every input's shape and dtype or device
-            arrays.append(t.data)
+            arrays.append(t._data)
             needs.append(t.requires_grad)
             edges.append((t._ctx or t) if t.requires_grad else None)  # the node that computed t, or t itself
         fn = cls()
@@ -129,20 +136,25 @@ class Function:
             shapes = ", ".join(str(t.shape) for t in inputs)
             kind = ValueError if isinstance(err, ValueError) else TypeError
             raise kind(f"{op}: inputs of shapes {shapes}: {err}") from None
-        if requires_grad:
-            fn.parents = tuple(edges)
         if isinstance(out, tuple):  # several outputs (split): each reaches this node through its own edge
             results = tuple(Tensor.wrap(o, requires_grad) for o in out)
             if requires_grad:
                 fn.n_outputs = len(out)
                 for i, r in enumerate(results):
-                    r._ctx = Output(fn, i, r.data)
-            return results
-        result = Tensor.wrap(out, requires_grad)
+                    r._ctx = Output(fn, i, r._data)
+        else:
+            results = (Tensor.wrap(out, requires_grad),)
+            if requires_grad:
+                fn.shape, fn.dtype = out.shape, out.dtype  # what this node hands its consumers, for checks
+                results[0]._ctx = fn
         if requires_grad:
-            fn.shape, fn.dtype = out.shape, out.dtype  # what this node hands its consumers, for checks
-            result._ctx = fn
-        return result
+            fn.parents = tuple(edges)
+            fn.versions = versions = []
+            for t in (*inputs, *results):  # a plain loop, so that no comprehension joins the walk (test_layout)
+                versions.append((t._version_counter, t._version_counter[0], id(t._data)))
+        if cls.view:
+            _share_memory(inputs[0], results, cls, options, isinstance(out, tuple))
+        return results if isinstance(out, tuple) else results[0]
 
     def forward(self, *arrays: Any, **options: Any) -> Any:
         raise NotImplementedError
@@ -173,44 +185,85 @@ def _array(value: Any) -> Any:
 # ---- Tensor ----
 
 class Tensor:
-    """An n-dimensional array that can record the operations applied to it for backward()."""
+    """An n-dimensional array that can record the operations applied to it for backward().
 
-    __slots__ = ("data", "grad", "requires_grad", "_ctx", "_hooks")
+    Its version counts the in-place writes into its memory (in-place ops, x[idx] = v, optimizer steps, .data =);
+    views of it (x[0], x.reshape(...), x.T, x.detach()) share its memory and so its counter. A node that saved
+    the array for backward refuses to run once the version has moved on, as in PyTorch.
+    """
+
+    __slots__ = ("_data", "grad", "requires_grad", "_ctx", "_hooks", "_version_counter", "_view")
     __hash__ = object.__hash__  # == builds a comparison tensor, so hash by identity
     __array_ufunc__ = None  # np.float64(2) * x: NumPy defers to Tensor.__rmul__ instead of making an object array
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: DType | None = None,
-                 device: str | None = None) -> None:
-        self.data = as_array(data, dtype, device)
+                 device: str | None = None, *, copy: bool = True) -> None:
+        """A new leaf holding a copy of `data`, as torch.tensor makes one; copy=False shares an array that already has
+        the dtype and device asked for (as torch.as_tensor), and then its version too where `data` is a tensor."""
+        self._data = as_array(data, dtype, device, copy=copy)
         self.grad = None
         self.requires_grad = False
         self._ctx: Function | None = None
         self._hooks: tuple[Any, ...] = ()
+        shared = isinstance(data, Tensor) and self._data is data._data
+        self._version_counter = data._version_counter if shared else [0]
+        self._view: _View | None = None
         self.requires_grad_(requires_grad)
 
     @classmethod
     def wrap(cls, data: Any, requires_grad: bool = False) -> Tensor:
         """A tensor around `data`, already a backend array (or a NumPy scalar): no copy, no check; for op results."""
         t = object.__new__(cls)
-        t.data, t.grad, t.requires_grad, t._ctx, t._hooks = _array(data), None, requires_grad, None, ()
+        t._data, t.grad, t.requires_grad, t._ctx, t._hooks = _array(data), None, requires_grad, None, ()
+        t._version_counter, t._view = [0], None
         return t
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if not isinstance(requires_grad, bool):  # "yes" or 0 would pass as a flag; PyTorch refuses them too
             raise TypeError(f"requires_grad must be True or False, got {type(requires_grad).__name__} "
                             f"{requires_grad!r:.40}")
-        if requires_grad and self.data.dtype.kind != "f":
+        if requires_grad and self._data.dtype.kind != "f":
             raise TypeError(f"only floating-point tensors can require grad, got dtype {self.dtype}")
+        if not requires_grad and self._ctx is not None:
+            raise RuntimeError(f"requires_grad_(False): only a leaf's flag can change, and this tensor was computed by "
+                               f"{self._ctx._op}; x.detach() gives its values outside the graph")
         self.requires_grad = requires_grad
         return self
 
     # -- what it is --
-    shape = property(lambda self: self.data.shape)
-    ndim = property(lambda self: self.data.ndim)
-    dtype = property(lambda self: self.data.dtype)
-    size = property(lambda self: self.data.size)
-    device = property(lambda self: backend.device_of(self.data))
-    is_leaf = property(lambda self: self._ctx is None)
+    def _set_data(self, value: Any) -> None:
+        """t.data = array: the tensor holds another array (of numbers, on a device); a write, so the version goes up."""
+        value = _array(value)
+        if not backend.is_array(value) or value.dtype.kind not in "biuf":
+            raise TypeError(f"data: expected a NumPy or CuPy array of numbers, got {type(value).__name__} "
+                            f"{getattr(value, 'dtype', '')}")
+        if self.requires_grad and value.dtype.kind != "f":
+            raise TypeError(f"data: a tensor that requires grad holds floats, got dtype {value.dtype}")
+        self._data = value
+        self._version_counter[0] += 1
+
+    data = property(lambda self: self._data, _set_data, doc="The backend array itself (writes into it are not counted)")
+    shape = property(lambda self: self._data.shape)
+    ndim = property(lambda self: self._data.ndim)
+    dtype = property(lambda self: self._data.dtype)
+    size = property(lambda self: self._data.size)
+    device = property(lambda self: backend.device_of(self._data))
+    _version = property(lambda self: self._version_counter[0])  # as PyTorch's x._version: writes counted so far
+
+    @property
+    def is_leaf(self) -> bool:
+        self._refresh_if_stale()
+        return self._ctx is None
+
+    @property
+    def grad_fn(self) -> Function | None:
+        """The node that computed this tensor, None for a leaf (as PyTorch's grad_fn)."""
+        self._refresh_if_stale()
+        return self._ctx
+
+    def _refresh_if_stale(self) -> None:
+        if self._view is not None and self._view.version != self._version_counter[0]:
+            self._view.refresh(self)
 
     def __repr__(self) -> str:
         grad = ", requires_grad=True" if self.requires_grad else ""
@@ -218,45 +271,102 @@ class Tensor:
         return f"tensor({np.array2string(self.numpy(), prefix='tensor(')}, dtype={self.dtype}{dev}{grad})"
 
     def __len__(self) -> int:
-        return len(self.data)
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        """The rows x[0], x[1], ... (views, in the graph), as iterating a PyTorch tensor gives them."""
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __contains__(self, element: Any) -> bool:
+        """`value in x`: whether some element of x equals it, as in PyTorch."""
+        if not isinstance(element, (Tensor, bool, int, float)):
+            raise RuntimeError(f"`in`: expected a tensor or a number, got {type(element).__name__}")
+        return bool((self == element).any())
 
     def __bool__(self) -> bool:
         if self.size != 1:
-            raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous")
+            raise RuntimeError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any() or .all()")
         return bool(self.item())
 
     # -- conversions --
     def numpy(self) -> np.ndarray:
-        """The values as a NumPy array (copied from the GPU where needed)."""
-        return backend.to_numpy(self.data)
+        """The values as a NumPy array: on the CPU the array itself (shared, as PyTorch's), from the GPU a copy."""
+        return backend.to_numpy(self._data)
 
     def item(self) -> float | int | bool:
         if self.size != 1:
-            raise ValueError(f"item(): only a one-element tensor has an item, this one has shape {self.shape}")
-        return self.data.reshape(()).item()
+            raise RuntimeError(f"item(): only a one-element tensor has an item, this one has shape {self.shape}")
+        return self._data.reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self.numpy().tolist()
+
+    def __float__(self) -> float:
+        return float(self._scalar("float"))
+
+    def __int__(self) -> int:
+        return int(self._scalar("int"))
+
+    def _scalar(self, what: str) -> float | int | bool:
+        if self.size != 1:  # a ValueError here, as PyTorch's (item() raises a RuntimeError, as PyTorch's)
+            raise ValueError(f"{what}(): only a one-element tensor converts to a Python number, this one has shape "
+                             f"{self.shape}")
+        return self.item()
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "biu":
+            raise TypeError(f"only integer tensors of a single element can be used as an index, got dtype {self.dtype}")
+        return int(self.item())
+
+    def __format__(self, spec: str) -> str:
+        """f"{loss:.4f}" formats a one-element tensor's value; f"{x}" is a 0-d tensor's value (as PyTorch's)."""
+        if self.size == 1 and (self.ndim == 0 or spec):
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """np.asarray(x): the values, the array itself where no copy is needed; CPU tensors only, as in PyTorch."""
+        if self.device != "cpu":
+            raise TypeError(f"np.asarray: this tensor of shape {self.shape} is on {self.device}; x.numpy() copies it "
+                            "to the host")
+        array = self._data if dtype is None else self._data.astype(dtype, copy=False)
+        return array.copy() if copy else array
 
     def to(self, target: str | DType) -> Tensor:
         """A copy on another device ("cpu", "cuda": a new leaf) or of another dtype; `self` if nothing changes.
         A float-to-float conversion is an op that gradients flow back through; an integer or bool result is
         a plain tensor."""
         if isinstance(target, str) and target in backend.DEVICES:
-            data = backend.to_device(self.data, target)
-            return self if data is self.data else Tensor.wrap(data, False).requires_grad_(self.requires_grad)
+            data = backend.to_device(self._data, target)
+            return self if data is self._data else Tensor.wrap(data, False).requires_grad_(self.requires_grad)
         dtype = number_dtype("to", target)
         if dtype == self.dtype:
             return self
         if dtype.kind != "f":
-            return Tensor.wrap(self.data.astype(dtype), False)
+            return Tensor.wrap(self._data.astype(dtype), False)
         return elementwise.cast(self, dtype)
 
     def detach(self) -> Tensor:
-        """The same values, cut off from the graph."""
-        return Tensor.wrap(self.data, False)
+        """The same values, cut off from the graph. It shares this tensor's memory, so also its version: a write into
+        either is seen by whatever saved the other (as PyTorch's detach)."""
+        t = Tensor.wrap(self._data, False)
+        t._version_counter = self._version_counter
+        return t
+
+    def clone(self) -> Tensor:
+        """A copy in new memory, in the graph (dx = dout), as PyTorch's clone."""
+        return elementwise.clone(self)
 
     # -- autograd --
     def backward(self, grad: Any = None, retain_graph: bool = False) -> None:
         """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad; `grad` is d(loss)/d(self),
         needed when self is not a scalar. The graph's saved arrays are freed unless retain_graph=True."""
+        if self._view is not None and self._view.version != self._version_counter[0]:
+            self._view.refresh(self)
         if not self.requires_grad:
             raise RuntimeError(
                 "backward(): this tensor does not require grad: no input it was computed from has "
@@ -268,7 +378,7 @@ class Tensor:
                     f"backward(): output of shape {self.shape} is not a scalar; pass its gradient, "
                     "y.backward(dy), or reduce it first (y.sum(), y.mean())"
                 )
-            grad = backend.get_array_module(self.data).ones_like(self.data)
+            grad = backend.get_array_module(self._data).ones_like(self._data)
         else:
             grad = as_array(grad, self.dtype, self.device, "backward")
             if grad.shape != self.shape:
@@ -280,7 +390,9 @@ class Tensor:
 
     def register_hook(self, hook: Callable[[Tensor], Any]) -> None:
         """Call hook(grad) with d(loss)/d(self) when backward() reaches this tensor, in the order registered;
-        a tensor (or array) of the same shape that it returns replaces the gradient. It must not change grad."""
+        a tensor (or array) of the same shape that it returns replaces the gradient. It must not change grad.
+        An in-place write into self later leaves the hook with the values it was registered on, as in PyTorch."""
+        self._refresh_if_stale()
         if not self.requires_grad:
             raise RuntimeError(f"register_hook: this tensor of shape {self.shape} does not require grad, "
                                "so backward() never reaches it")
@@ -290,11 +402,90 @@ class Tensor:
 
     def retain_grad(self) -> None:
         """Keep d(loss)/d(self) in `.grad` after backward(), also for an intermediate result (leaves keep theirs
-        anyway); like a leaf's, it accumulates over backward() calls."""
+        anyway); like a leaf's, it accumulates over backward() calls. After an in-place write it is the gradient
+        of the latest values."""
+        self._refresh_if_stale()
         if not self.requires_grad:
             raise RuntimeError(f"retain_grad: this tensor of shape {self.shape} does not require grad")
         if self._ctx is not None and not any(isinstance(h, _RetainGrad) for h in self._ctx._hooks):
             self.register_hook(_RetainGrad(self))
+
+    # -- in place: each writes an op's result into this tensor's own memory, through _write --
+    def add_(self, other: Any, *, alpha: float = 1) -> Tensor:
+        return self._write("add_", elementwise.add, _scaled(other, alpha))
+
+    def sub_(self, other: Any, *, alpha: float = 1) -> Tensor:
+        return self._write("sub_", elementwise.sub, _scaled(other, alpha))
+
+    def mul_(self, other: Any) -> Tensor: return self._write("mul_", elementwise.mul, other)
+    def div_(self, other: Any) -> Tensor: return self._write("div_", elementwise.div, other)
+    def pow_(self, other: Any) -> Tensor: return self._write("pow_", elementwise.pow, other)
+    def neg_(self) -> Tensor: return self._write("neg_", elementwise.neg)
+    def exp_(self) -> Tensor: return self._write("exp_", elementwise.exp)
+    def log_(self) -> Tensor: return self._write("log_", elementwise.log)
+    def sqrt_(self) -> Tensor: return self._write("sqrt_", elementwise.sqrt)
+    def tanh_(self) -> Tensor: return self._write("tanh_", elementwise.tanh)
+    def sigmoid_(self) -> Tensor: return self._write("sigmoid_", elementwise.sigmoid)
+    def abs_(self) -> Tensor: return self._write("abs_", elementwise.abs)
+    def relu_(self) -> Tensor: return self._write("relu_", activations.relu)
+    def clamp_(self, min=None, max=None) -> Tensor: return self._write("clamp_", elementwise.clamp, min, max)
+    def masked_fill_(self, mask, value) -> Tensor: return self._write("masked_fill_", elementwise.masked_fill, mask,
+                                                                     value)
+    def fill_(self, value: Any) -> Tensor: return self._write("fill_", elementwise.filled, value)
+    def zero_(self) -> Tensor: return self._write("zero_", elementwise.filled, 0)
+    def copy_(self, src: Any) -> Tensor: return self._write("copy_", shapes.copied, src)
+    def __setitem__(self, index: Any, value: Any) -> None: self._write("setitem", shapes.setitem, index, value)
+    __iadd__, __isub__, __imul__, __itruediv__, __ipow__ = add_, sub_, mul_, div_, pow_
+    clip_ = clamp_
+
+    def _write(self, op: str, compute: Callable[..., Tensor], *operands: Any) -> Tensor:
+        """Write compute(self, *operands), an out-of-place op giving self's shape and dtype, into self's own memory
+        (so every view of it sees it), and count the write. Where it is recorded for backward (grad mode, and a
+        gradient wanted), compute runs on a copy of the old values, which its node may keep, and self takes the
+        result's place in the graph, as does self's base if self is a view of one (see CopySlices)."""
+        self._refresh_if_stale()
+        view = self._view
+        if _modes.grad:
+            leaf = self if view is None else view.base
+            if leaf.requires_grad and leaf._ctx is None:
+                what = "a leaf tensor" if view is None else "a view of a leaf tensor"
+                raise RuntimeError(f"{op}: {what} that requires grad (shape {leaf.shape}) is being used in an in-place "
+                                   "operation; update it under mg.no_grad(), as an optimizer does, or write into a "
+                                   "copy (x.clone())")
+        recording = _modes.grad and (self.requires_grad or any(isinstance(o, Tensor) and o.requires_grad
+                                                               for o in operands))
+        if recording and view is not None and view.steps[-1][2] is not None:
+            raise RuntimeError(f"{op}: this tensor of shape {self.shape} is one of several views that "
+                               f"{view.steps[-1][0]._op} returned, which cannot be written in place where a gradient "
+                               "is recorded; use an out-of-place op (x = x + y)")
+        if any(s == 0 and n > 1 for s, n in zip(self._data.strides, self.shape, strict=True)) \
+                or not getattr(self._data.flags, "writeable", True):
+            raise RuntimeError(f"{op}: several elements of this tensor of shape {self.shape} share one memory "
+                               "location (an expand() view), or its memory is read-only; write into x.clone()")
+        old = self
+        if recording:  # compute's node may keep the old values: they must outlive the write
+            old = Tensor.wrap(self._data.copy(), self.requires_grad)
+            old._ctx = self._ctx
+        result = compute(old, *operands)
+        if result.shape != self.shape or result.dtype != self.dtype:
+            raise RuntimeError(f"{op}: the result, of shape {result.shape} and dtype {result.dtype}, cannot be "
+                               f"written into this tensor of shape {self.shape} and dtype {self.dtype}; compute it "
+                               "out of place")
+        self._data[...] = result._data
+        self._version_counter[0] += 1
+        if result.requires_grad:
+            _move_retained(self._ctx, result._ctx, self)
+            self._ctx, self.requires_grad = result._ctx, True
+            if view is not None:  # the base now holds the new values where the view lies, the old ones elsewhere
+                base = view.base
+                before = Tensor.wrap(base._data, base.requires_grad)
+                before._ctx = base._ctx
+                after = shapes.CopySlices.apply(before, result, steps=view.steps)
+                _move_retained(base._ctx, after._ctx, base)
+                base._ctx, base.requires_grad = after._ctx, True
+        if view is not None:
+            view.version = self._version_counter[0]
+        return self
 
     # -- operators: each calls one op, so every op can be found by grep --
     def __add__(self, other): return elementwise.add(self, other)
@@ -343,8 +534,10 @@ class Tensor:
     # those with a dim pass their arguments on, so that each has one signature: the function's (see there)
     def sum(self, *args, **kwargs) -> Tensor: return reductions.sum(self, *args, **kwargs)
     def mean(self, *args, **kwargs) -> Tensor: return reductions.mean(self, *args, **kwargs)
-    def max(self, *args, **kwargs) -> Tensor: return reductions.max(self, *args, **kwargs)
-    def min(self, *args, **kwargs) -> Tensor: return reductions.min(self, *args, **kwargs)
+    def max(self, *args, **kwargs) -> Any: return reductions.max(self, *args, **kwargs)
+    def min(self, *args, **kwargs) -> Any: return reductions.min(self, *args, **kwargs)
+    def amax(self, *args, **kwargs) -> Tensor: return reductions.amax(self, *args, **kwargs)
+    def amin(self, *args, **kwargs) -> Tensor: return reductions.amin(self, *args, **kwargs)
     def argmax(self, *args, **kwargs) -> Tensor: return reductions.argmax(self, *args, **kwargs)
     def argmin(self, *args, **kwargs) -> Tensor: return reductions.argmin(self, *args, **kwargs)
     def var(self, *args, **kwargs) -> Tensor: return reductions.var(self, *args, **kwargs)
@@ -386,6 +579,71 @@ class _RetainGrad:
         t.grad = grad.data.copy() if t.grad is None else _array(t.grad + grad.data)
 
 
+def increment_version(tensor: Tensor) -> None:
+    """Count a write into the tensor's memory made behind the API (an optimizer's step on p.data): whatever saved
+    it, or a view of it, for backward then refuses to use it (PyTorch: torch.autograd.graph.increment_version)."""
+    tensor._version_counter[0] += 1
+
+
+def _move_retained(old: Function | None, new: Function | None, tensor: Tensor) -> None:
+    """retain_grad's hook follows `tensor` from the node that computed its old values to the one that computes
+    its new values, so that .grad is the gradient of the latest version (as in PyTorch); other hooks stay."""
+    if old is None or new is None:
+        return
+    moved = tuple(h for h in old._hooks if isinstance(h, _RetainGrad) and h.tensor is tensor)
+    if moved:
+        old._hooks = tuple(h for h in old._hooks if h not in moved)
+        new._hooks = (*new._hooks, *moved)
+
+
+def _scaled(other: Any, alpha: float) -> Any:
+    """other * alpha, for add_(other, alpha=...) and sub_; alpha=1 leaves other as it is."""
+    if alpha == 1:
+        return other
+    if isinstance(other, Tensor):
+        return elementwise.mul(other, alpha)
+    number_kind("alpha", other)  # a number (a list would be repeated): anything else is a TypeError
+    return other * alpha
+
+
+# ---- views: tensors that share a base's memory ----
+
+@dataclass(slots=True)
+class _View:
+    """How a view tensor was cut from its base, whose memory and version it shares: the view ops from the base,
+    each (Function class, its options, which of its outputs or None), and the version its node was made at."""
+
+    base: Tensor
+    steps: tuple[tuple[type[Function], dict[str, Any], int | None], ...]
+    version: int
+
+    def refresh(self, t: Tensor) -> None:
+        """t's node made again from the base, whose values an in-place write changed since (as PyTorch makes a
+        view's grad_fn again): the view ops replayed on the base, recorded even under no_grad."""
+        grad, _modes.grad = _modes.grad, True
+        try:
+            v = self.base
+            for cls, options, index in self.steps:
+                v = cls.apply(v, **options)
+                v = v if index is None else v[index]
+        finally:
+            _modes.grad = grad
+        _move_retained(t._ctx, v._ctx, t)
+        t._ctx, t.requires_grad, self.version = v._ctx, v.requires_grad, t._version_counter[0]
+
+
+def _share_memory(x: Tensor, results: tuple[Tensor, ...], cls: type[Function], options: dict[str, Any],
+                  several: bool) -> None:
+    """Results of a view op (cls.view) that lie in x's memory share x's version counter, and remember how they
+    were cut from x's base (x, or the base x was cut from), so that an in-place write through one is seen by all."""
+    xp = backend.get_array_module(x._data)
+    base, steps = (x, ()) if x._view is None else (x._view.base, x._view.steps)
+    for i, r in enumerate(results):
+        if xp.may_share_memory(r._data, x._data):
+            r._version_counter = x._version_counter
+            r._view = _View(base, (*steps, (cls, options, i if several else None)), x._version_counter[0])
+
+
 def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
     """Reverse-mode sweep over nodes (Functions) and leaves (Tensors), the two kinds of graph edge: each
     one's gradient is complete once every consumer has sent its part."""
@@ -403,12 +661,18 @@ def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
             else:
                 node.grad += dout
             continue
+        if node.parents is None:  # after a node that refuses (a version check) comes first, as in PyTorch
+            raise RuntimeError("backward(): this graph was already used by a backward() call and its saved arrays "
+                               "were freed; pass retain_graph=True to the first call to go through it twice")
         if isinstance(node, Output):  # one of several outputs: the node's backward gets them all at once
             owner = node.parents[0]
             grads.setdefault(id(owner), ([None] * owner.n_outputs, True))[0][node.index] = dout
             if not retain_graph:
                 node.release()
             continue
+        for counter, seen, array_id in node.versions:  # an array this node saved, written in place since?
+            if counter[0] != seen:
+                _refuse_modified(node, counter, seen, array_id)
         for parent, dx in zip(node.parents, _input_grads(node, dout), strict=True):
             if parent is None or dx is None:
                 continue
@@ -448,6 +712,29 @@ def _run_hooks(edge: Function | Tensor, dout: Any) -> Any:
     return dout
 
 
+def _refuse_modified(node: Function, counter: list[int], seen: int, array_id: int) -> None:
+    """Raise if `node` keeps, for its backward, the array of an input or output (id `array_id`) that an in-place
+    write has changed since it was saved, as PyTorch's version check does: its gradient would come from the new
+    values. (The ids are safe: the node's arrays and the input's were alive together.) Arrays it did not keep
+    (add saves nothing) are no matter."""
+    kept = [v for value in vars(node).values() for v in (value if isinstance(value, (tuple, list)) else (value,))]
+    array = next((v for v in kept if array_id in (id(v), id(getattr(v, "base", None)))), None)
+    if array is None:
+        return
+    i = [entry[2] for entry in node.versions].index(array_id)
+    if i < len(node.parents):
+        parent = node.parents[i]
+        source = ("a leaf" if isinstance(parent, Tensor) else "not in the graph" if parent is None
+                  else f"the output of {parent._op}")
+        what = f"input {i} of {node._op} ({source})"
+    else:
+        what = f"output {i - len(node.parents)} of {node._op}"
+    raise RuntimeError(f"backward(): one of the arrays needed for gradient computation has been modified by an "
+                       f"in-place operation: {what}, of shape {array.shape} and dtype {array.dtype}, is at version "
+                       f"{counter[0]}; {node._op} saved it at version {seen}. Compute it out of place (y = x * 2, not "
+                       "x *= 2), or write into a copy (x.clone())")
+
+
 def _input_grads(node: Function, dout: Any) -> tuple[Any, ...]:
     """node.backward(dout), checked: one gradient per input, in a tuple."""
     dxs = node.backward(dout) if _modes.hook is None else _modes.hook(node, "backward", lambda: node.backward(dout))
@@ -475,12 +762,7 @@ def _topological_order(start: Function | Tensor) -> list[Function | Tensor]:
             continue
         visited.add(id(node))
         stack.append((node, True))
-        if isinstance(node, Function):
-            if node.parents is None:
-                raise RuntimeError(
-                    "backward(): this graph was already used by a backward() call and its saved "
-                    "arrays were freed; pass retain_graph=True to the first call to go through it twice"
-                )
+        if isinstance(node, Function) and node.parents is not None:  # a freed node: refused if the sweep reaches it
             for p in node.parents:
                 if p is not None and id(p) not in visited:
                     stack.append((p, False))
@@ -496,7 +778,13 @@ _KIND_DEFAULT = {"u": "int64", "i": "int64", "f": DEFAULT_FLOAT}  # for a number
 def operands(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
     """Both operands of a binary op as tensors of one dtype, promoted across kinds as PyTorch does: a number takes the
     tensor's dtype (x * 0.5 stays float32) unless of a higher kind (int_tensor * 0.5 is float32); a tensor of a lower
-    kind takes the other's (x * mask). float32 with float64 is refused by Function.apply, not promoted."""
+    kind takes the other's (x * mask). float32 with float64 is refused by Function.apply, not promoted. A NumPy or
+    CuPy array (of at least one axis: a 0-d one is a number) is a tensor outside the graph, as PyTorch takes one:
+    p -= lr * p.grad works, .grad being an array."""
+    if getattr(a, "ndim", 0) and not isinstance(a, Tensor) and backend.is_array(a):
+        a = Tensor.wrap(a)
+    if getattr(b, "ndim", 0) and not isinstance(b, Tensor) and backend.is_array(b):
+        b = Tensor.wrap(b)
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         if _KIND_RANK[a.dtype.kind] < _KIND_RANK[b.dtype.kind]:
             a = a.to(b.dtype)

@@ -68,9 +68,9 @@ def test_broadcast_input_gets_summed_gradient(rand) -> None:
     np.testing.assert_allclose(grad(b), np.full((1, 4), a.numpy().sum()), rtol=1e-12)
 
 
-def test_max_shares_gradient_between_ties(device) -> None:
+def test_amax_and_max_share_gradient_between_ties(device) -> None:
     x = mg.tensor([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]], requires_grad=True, dtype=mg.float64, device=device)
-    x.max(axis=1).backward([6.0, 6.0])
+    x.amax(axis=1).backward([6.0, 6.0])
     np.testing.assert_allclose(grad(x), [[0.0, 3.0, 3.0], [2.0, 2.0, 2.0]], rtol=1e-15)
     x.zero_grad()
     x.max().backward()  # the maximum 3 appears twice in the whole tensor
@@ -304,7 +304,7 @@ def test_numpy_and_item(device) -> None:
     np.testing.assert_array_equal(n, [[1.5, -2.0]])
     assert t[0, 1].item() == -2.0 and isinstance(t[0, 1].item(), float)
     assert mg.tensor([7], device=device).item() == 7
-    with pytest.raises(ValueError, match=r"shape \(1, 2\)"):
+    with pytest.raises(RuntimeError, match=r"shape \(1, 2\)"):  # as PyTorch's
         t.item()
 
 

@@ -173,11 +173,17 @@ def test_layer_norm_mixed_dtypes_refused_in_forward(rand) -> None:
         F.layer_norm(x, 4, w, b)
 
 
-def test_array_operand_must_be_wrapped(rand) -> None:
-    with pytest.raises(TypeError, match=shapes("add", "ndarray of shape (3,)", "mg.tensor")):
-        rand(2, 3) + np.ones(3)
-    with pytest.raises(TypeError, match=shapes("add", "ndarray of shape (3,)", "mg.tensor")):
-        np.ones(3) + rand(2, 3)
+def test_an_array_operand_is_a_tensor_outside_the_graph_and_keeps_its_dtype(rand) -> None:
+    """As torch takes one (x + ndarray is a tensor): so `p -= lr * p.grad` works, .grad being an array. Its dtype is
+    its own, so float32 with a float64 array is refused, as two tensors would be; a list is still refused."""
+    x = rand(2, 3)
+    for y in (x + np.ones(3), np.ones(3) + x):
+        assert isinstance(y, mg.Tensor) and y.requires_grad
+        np.testing.assert_array_equal(y.numpy(), x.numpy() + 1)
+    with pytest.raises(TypeError, match=shapes("add", "(2, 3) float32", "(3,) float64")):
+        rand(2, 3, dtype=mg.float32) + np.ones(3)
+    with pytest.raises(TypeError, match=shapes("add", "got a list", "mg.tensor")):
+        x + [1.0, 2.0, 3.0]
 
 
 @pytest.mark.skipif(backend.cuda_available(), reason="tests the error shown where no GPU is found")
@@ -286,10 +292,15 @@ def test_causal_mask_bad_sizes() -> None:
 
 
 def test_item_and_truth_of_a_non_scalar(rand) -> None:
-    with pytest.raises(ValueError, match=shapes("item", "(2, 3)")):
+    """The exception types PyTorch raises: RuntimeError for item() and truth, ValueError for float() and int()."""
+    with pytest.raises(RuntimeError, match=shapes("item", "(2, 3)")):
         rand(2, 3).item()
-    with pytest.raises(ValueError, match=shapes("(2, 3)", "ambiguous")):
+    with pytest.raises(RuntimeError, match=shapes("(2, 3)", "ambiguous")):
         bool(rand(2, 3))
+    with pytest.raises(ValueError, match=shapes("float", "(2, 3)")):
+        float(rand(2, 3))
+    with pytest.raises(ValueError, match=shapes("int", "(2, 3)")):
+        int(rand(2, 3))
 
 
 def test_non_numeric_data_is_refused() -> None:

@@ -188,6 +188,51 @@ def test_cli_exits_1_on_a_failure(monkeypatch, capsys) -> None:
     assert "2 checks on cpu: SOME FAILED" in out
 
 
+def test_cli_refuses_a_filter_that_matches_no_case() -> None:
+    """-k typo reported "0 checks: all passed", exit 0: a check that checks nothing must not pass."""
+    done = _run_cli("-k", "typo")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "error: -k 'typo' matches no case" in done.stderr
+
+
+def test_gradcheck_leaves_the_inputs_gradient_as_it_was(rand) -> None:
+    """It overwrote .grad that the caller had accumulated; torch's gradcheck leaves it too."""
+    x = rand(2, 3)
+    (x * x).sum().backward()
+    accumulated = x.grad.copy()
+    assert gradcheck(lambda t: (t * 3.0).tanh(), x)
+    np.testing.assert_array_equal(x.grad, accumulated)
+    fresh = rand(2, 3)
+    assert gradcheck(lambda t: t.exp(), fresh) and fresh.grad is None
+
+
+def test_gradcheck_leaves_the_input_unperturbed_when_fn_raises(rand) -> None:
+    """A function that raises during finite differences left the element it was at moved by eps."""
+    x = rand(3, 4)
+    before = x.numpy().copy()
+    calls = {"n": 0}
+
+    def flaky(t):
+        calls["n"] += 1
+        if calls["n"] == 4:  # the first call is the backward pass; this one a finite difference
+            raise ArithmeticError("flaky")
+        return t * 2.0
+
+    with pytest.raises(ArithmeticError, match="flaky"):
+        gradcheck(flaky, x)
+    np.testing.assert_array_equal(x.numpy(), before)
+    assert x.grad is None
+
+
+def test_gradcheck_perturbs_a_view_in_place_without_replacing_its_array(rand) -> None:
+    base = rand(4, 3)
+    x = base.detach().T.requires_grad_()  # not C-contiguous
+    array = x.data
+    assert gradcheck(lambda t: t.sin() * t, x)
+    assert x.data is array and not x.data.flags.c_contiguous
+    np.testing.assert_array_equal(x.numpy(), base.numpy().T)
+
+
 def test_cli_prints_no_warning() -> None:
     """`python -m` on a module its package already imported warns (runpy); the package does not import it."""
     done = _run_cli("-k", "relu")

@@ -105,7 +105,7 @@ def test_maximum_minimum_share_ties_as_torch(op: str) -> None:
 @needs_torch
 def test_min_shares_ties_as_torch_amin() -> None:
     x = np.array([[1.0, 3.0, 1.0], [2.0, 2.0, 2.0], [0.0, -1.0, 5.0]])
-    both(lambda t: t.min(axis=1), lambda t: t.amin(dim=1), x)
+    both(lambda t: t.amin(axis=1), lambda t: t.amin(dim=1), x)
 
 
 @needs_torch
@@ -267,7 +267,7 @@ UNARY = {
     "sigmoid": (mg.sigmoid, lambda x: x.sigmoid()), "abs": (mg.abs, lambda x: x.abs()),
     "rsqrt": (mg.rsqrt, lambda x: x.rsqrt()), "sin": (mg.sin, lambda x: x.sin()), "cos": (mg.cos, lambda x: x.cos()),
     "erf": (mg.erf, lambda x: x.erf()), "clamp": (lambda x: mg.clamp(x, 0.6, 1.5), lambda x: x.clamp(0.6, 1.5)),
-    "min": (lambda x: mg.min(x, 1), lambda x: x.min(1)), "var": (lambda x: mg.var(x, 1), lambda x: x.var(1)),
+    "amin": (lambda x: mg.amin(x, 1), lambda x: x.amin(1)), "var": (lambda x: mg.var(x, 1), lambda x: x.var(1)),
     "std": (mg.std, lambda x: x.std()), "prod": (lambda x: mg.prod(x, 0), lambda x: x.prod(0)),
     "logsumexp": (lambda x: mg.logsumexp(x, -1), lambda x: x.logsumexp(-1)),
     "cumsum": (lambda x: mg.cumsum(x, 1), lambda x: x.cumsum(1)),

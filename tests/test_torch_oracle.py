@@ -72,8 +72,10 @@ TORCH = {
     "mean axis 1": lambda x: x.mean(dim=1),
     "mean axis -1 keepdims": lambda x: x.mean(dim=-1, keepdim=True),
     "max all": lambda x: x.amax(),
-    "max axis 1": lambda x: x.amax(dim=1),
-    "max axis 0 keepdims": lambda x: x.amax(dim=0, keepdim=True),
+    "amax axis 1": lambda x: x.amax(dim=1),
+    "amax axes (0, 2) keepdims": lambda x: x.amax(dim=(0, 2), keepdim=True),
+    "max dim 1 values": lambda x: x.max(dim=1).values,
+    "max dim 0 keepdim values": lambda x: x.max(0, keepdim=True)[0],
     "reshape": lambda x: x.reshape(6, 4),
     "reshape -1": lambda x: x.reshape(-1),
     "permute": lambda x: x.permute(2, 0, 1),
@@ -144,8 +146,10 @@ TORCH.update({
     "clamp min only": lambda x: torch.clamp(x, min=0.1),
     "clip max only": lambda x: torch.clip(x, max=-0.2),
     "min all": lambda x: x.amin(),
-    "min axis 1": lambda x: x.amin(dim=1),
-    "min axis 0 keepdims": lambda x: x.amin(dim=0, keepdim=True),
+    "amin axis 1": lambda x: x.amin(dim=1),
+    "amin axes (0, 2) keepdims": lambda x: x.amin(dim=(0, 2), keepdim=True),
+    "min dim 1 values": lambda x: x.min(dim=1).values,
+    "min dim 0 keepdim values": lambda x: x.min(0, keepdim=True)[0],
     "var all": lambda x: x.var(),
     "var axis 1 correction 0": lambda x: x.var(dim=1, correction=0),
     "var axes (0, 2) keepdims": lambda x: x.var(dim=(0, 2), keepdim=True),
@@ -289,10 +293,31 @@ def test_causal_mask_is_torch_triu(T: int, T_k: int) -> None:
 
 
 def test_max_ties_match_torch_amax() -> None:
-    """torch.amax, like minigrad's max, shares the gradient equally between tied maxima."""
+    """amax, as torch.amax, shares the gradient equally between tied maxima."""
     x = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0], [0.0, -1.0, 5.0]])
     mx, tx = mg.tensor(x, requires_grad=True), _t(x).requires_grad_()
     dout = np.array([0.7, -1.3, 2.0])
-    mx.max(axis=1).backward(dout)
+    mx.amax(axis=1).backward(dout)
     tx.amax(dim=1).backward(_t(dout))
     np.testing.assert_allclose(mx.grad, tx.grad.numpy(), **TOL)
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_with_a_dim_gives_values_and_indices_as_torch(op) -> None:
+    """With a dim: (values, indices), the first of tied extremes, its gradient going to that one element only."""
+    x = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0], [0.0, -1.0, 5.0], [np.nan, 1.0, np.nan]])
+    mx, tx = mg.tensor(x, requires_grad=True), _t(x).requires_grad_()
+    for keepdim in (False, True):
+        mine, theirs = getattr(mx, op)(dim=1, keepdim=keepdim), getattr(tx, op)(dim=1, keepdim=keepdim)
+        values, indices = mine  # unpacks into the two, as torch.return_types.max does
+        np.testing.assert_array_equal(values.numpy(), theirs.values.detach().numpy())
+        np.testing.assert_array_equal(mine.indices.numpy(), theirs.indices.numpy())
+        assert indices.dtype == mg.int64
+    dout = np.array([0.7, -1.3, 2.0, 0.5])
+    getattr(mx, op)(1).values.backward(dout)
+    getattr(tx, op)(1).values.backward(_t(dout))
+    np.testing.assert_array_equal(mx.grad, tx.grad.numpy())
+    assert np.count_nonzero(mx.grad) == 4  # one element per row, not shared between ties
+    other = np.array([[2.0, 2.0, 4.0]])
+    np.testing.assert_array_equal(getattr(mg, op)(mg.tensor(x), mg.tensor(other)).numpy(),
+                                  getattr(torch, op)(_t(x), _t(other)).numpy())  # max(a, b): the elementwise one
