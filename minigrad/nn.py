@@ -14,16 +14,17 @@ from minigrad import backend
 from minigrad import functional as F
 from minigrad.arrays import as_array
 from minigrad.dtypes import DType
-from minigrad.tensor import Tensor
+from minigrad.tensor import Tensor, no_grad
 
 
 class Parameter(Tensor):
-    """A tensor that a Module owns and an optimizer updates: always requires grad."""
+    """A tensor that a Module owns and an optimizer updates. As torch.nn.Parameter, it shares the memory of the array
+    or tensor it is made from (Parameter(W.T) is a view of W), and requires grad unless told not to."""
 
     __slots__ = ()
 
-    def __init__(self, data: Any) -> None:
-        super().__init__(data, requires_grad=True)
+    def __init__(self, data: Any, requires_grad: bool = True) -> None:
+        super().__init__(data, requires_grad=requires_grad, copy=False)
 
 
 def normal(shape: tuple[int, ...], std: float, dtype: DType = np.float32, device: str = "cpu") -> Parameter:
@@ -83,9 +84,13 @@ class Module:
     def num_parameters(self) -> int:
         return sum(p.size for p in self.parameters())
 
-    def zero_grad(self) -> None:
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Drop every parameter's gradient (set_to_none=False: set it to zeros in place)."""
         for p in self.parameters():
-            p.grad = None
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad[...] = 0
 
     # -- modes and placement --
     def train(self, mode: bool = True) -> Module:
@@ -99,10 +104,14 @@ class Module:
         return self.train(False)
 
     def to(self, target: str | DType) -> Module:
-        """Move every parameter to a device ("cpu", "cuda") or convert it to a dtype, in place."""
-        for p in self.parameters():
-            p.data = p.to(target).data
-            p.grad = None
+        """Move every parameter to a device ("cpu", "cuda") or convert it to a dtype, in place; each gradient goes with
+        its parameter, as in PyTorch. A parameter already there is left as it is."""
+        with no_grad():
+            for p in self.parameters():
+                moved = p.to(target)
+                if moved is not p:
+                    grad = None if p.grad is None else Tensor.wrap(p.grad).to(target).data
+                    p.data, p.grad = moved.data, grad
         return self
 
     # -- saving and loading --
@@ -131,8 +140,9 @@ class Module:
                    ([f"wrong values ({'; '.join(wrong_values)})"] if wrong_values else [])
         if problems:
             raise ValueError(f"load_state_dict({type(self).__name__}): " + ", ".join(problems))
-        for name, p in own.items():
-            p.data = as_array(state[name], p.dtype, p.device, "load_state_dict").copy()
+        with no_grad():  # into the parameters' own memory, as PyTorch's copy_: their views and versions see it
+            for name, p in own.items():
+                p.copy_(Tensor.wrap(as_array(state[name], p.dtype, p.device, "load_state_dict")))
 
 
 # ---- layers ----
@@ -140,7 +150,7 @@ class Module:
 class Linear(Module):
     """y = x @ weight.T + bias, weight of shape (out_features, in_features)."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, std: float = 0.02,
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, std: float = 0.02,
                  dtype: DType = np.float32, device: str = "cpu") -> None:
         super().__init__()
         self.weight = normal((out_features, in_features), std, dtype, device)
@@ -153,7 +163,7 @@ class Linear(Module):
 class Embedding(Module):
     """A lookup table: row i of `weight` is the vector of token (or position) i."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, std: float = 0.02,
+    def __init__(self, num_embeddings: int, embedding_dim: int, *, std: float = 0.02,
                  dtype: DType = np.float32, device: str = "cpu") -> None:
         super().__init__()
         self.weight = normal((num_embeddings, embedding_dim), std, dtype, device)
@@ -163,17 +173,27 @@ class Embedding(Module):
 
 
 class LayerNorm(Module):
-    """Normalise the last axis to mean 0, variance 1, then scale and shift (learned, init 1 and 0)."""
+    """Normalise the last axes (those of `normalized_shape`, an int or a tuple) to mean 0, variance 1, then scale and
+    shift (learned, init 1 and 0), as torch.nn.LayerNorm and with its arguments."""
 
-    def __init__(self, dim: int, eps: float = 1e-5, bias: bool = True,
-                 dtype: DType = np.float32, device: str = "cpu") -> None:
+    def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, *, dtype: DType = np.float32, device: str = "cpu") -> None:
         super().__init__()
+        self.normalized_shape = _shape("LayerNorm", normalized_shape)
         self.eps = eps
-        self.weight = constant((dim,), 1.0, dtype, device)
-        self.bias = constant((dim,), 0.0, dtype, device) if bias else None
+        self.weight = constant(self.normalized_shape, 1.0, dtype, device) if elementwise_affine else None
+        self.bias = constant(self.normalized_shape, 0.0, dtype, device) if elementwise_affine and bias else None
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+def _shape(layer: str, normalized_shape: int | tuple[int, ...]) -> tuple[int, ...]:
+    shape = (normalized_shape,) if hasattr(normalized_shape, "__index__") else tuple(normalized_shape)
+    if not shape or not all(hasattr(n, "__index__") and n > 0 for n in shape):
+        raise ValueError(f"{layer}: normalized_shape must be a positive int or a tuple of them, got "
+                         f"{normalized_shape!r}")
+    return shape
 
 
 class RMSNorm(Module):
@@ -181,9 +201,9 @@ class RMSNorm(Module):
     (learned, init 1), as torch.nn.RMSNorm; eps=None means the dtype's machine epsilon."""
 
     def __init__(self, normalized_shape: int | tuple[int, ...], eps: float | None = None,
-                 elementwise_affine: bool = True, dtype: DType = np.float32, device: str = "cpu") -> None:
+                 elementwise_affine: bool = True, *, dtype: DType = np.float32, device: str = "cpu") -> None:
         super().__init__()
-        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape = _shape("RMSNorm", normalized_shape)
         self.eps = eps
         self.weight = constant(self.normalized_shape, 1.0, dtype, device) if elementwise_affine else None
 

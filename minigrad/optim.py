@@ -1,6 +1,7 @@
 """Optimizers (SGD with momentum, AdamW), gradient clipping, and the warmup + cosine learning rate. Each
 optimizer's `update` is its rule as the paper writes it, for one parameter; AdamW(fused=True) runs the same rule
-in place, beside it. Optimizer state (step count, moment buffers) round-trips through state_dict().
+in place, beside it. As in PyTorch, state is per parameter (optimizer.state[p], with its own step), and
+state_dict() / load_state_dict() round-trip it with every param group's settings.
 """
 
 from __future__ import annotations
@@ -10,134 +11,307 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import numpy as np
+
 from minigrad import backend, runtime
 from minigrad.arrays import as_array
-from minigrad.nn import Parameter
+from minigrad.tensor import Tensor, increment_version
 
-ParamGroups = Iterable[Parameter] | Iterable[dict[str, Any]]
+ParamGroups = Iterable[Tensor] | Iterable[dict[str, Any]]
 
 
 class Optimizer:
-    """Holds param_groups (dicts with "params" and per-group settings) and per-parameter state.
+    """param_groups: dicts of "params" (leaf tensors) and the settings in `defaults`, which a group may override;
+    state: per parameter, made at its first gradient (state[p]). A subclass passes its defaults, and gives `check`
+    (a group's settings), `new_state` (a parameter's first state) and `update` (its rule)."""
 
-    A subclass gives its `defaults`, the names of its per-parameter buffers, and `update`.
-    """
-
-    defaults: dict[str, Any] = {}
-    state_names: tuple[str, ...] = ()  # the per-parameter buffers, each shaped like the parameter
     fused = False
 
-    def __init__(self, params: ParamGroups, **settings: Any) -> None:
+    def __init__(self, params: ParamGroups, defaults: dict[str, Any]) -> None:
+        name = type(self).__name__
+        if isinstance(params, Tensor) or isinstance(params, (set, frozenset)) or not isinstance(params, Iterable):
+            raise TypeError(f"{name}: params must be a list (or other ordered iterable) of tensors or of dicts (param "
+                            f"groups), got {type(params).__name__}" + (f" of shape {params.shape}; pass [p]"
+                                                                       if isinstance(params, Tensor) else ""))
         groups = list(params)
         if not groups:
-            raise ValueError(f"{type(self).__name__}: got an empty list of parameters")
-        if not isinstance(groups[0], dict):
-            groups = [{"params": groups}]
-        self.param_groups = [{**self.defaults, **settings, **g, "params": list(g["params"])} for g in groups]
-        for p in self.parameters():
-            if not isinstance(p, Parameter):
-                raise TypeError(f"{type(self).__name__}: expected Parameters, got {type(p).__name__}")
-        self.step_count = 0
-        self.state = [{name: backend.get_array_module(p.data).zeros(p.shape, dtype=p.dtype)
-                       for name in self.state_names} for p in self.parameters()]
+            raise ValueError(f"{name}: got an empty list of parameters")
+        self.defaults = self.check(dict(defaults), f"{name}")
+        self.state: dict[Tensor, dict[str, Any]] = {}
+        self.param_groups: list[dict[str, Any]] = []
+        for group in groups if isinstance(groups[0], dict) else [{"params": groups}]:
+            self.add_param_group(group)
 
-    def parameters(self) -> Iterator[Parameter]:
+    def add_param_group(self, group: dict[str, Any]) -> None:
+        """Add {"params": a tensor or tensors, and settings of `defaults` to override}: checked as the constructor
+        checks, and refused if it names a setting this optimizer does not have or a parameter already in a group."""
+        name = f"{type(self).__name__}: param group {len(self.param_groups)}"
+        if not isinstance(group, dict):
+            raise TypeError(f"{name}: expected a dict (or give tensors only, no dicts), got {type(group).__name__}")
+        unknown = sorted(set(group) - set(self.defaults) - {"params"})
+        if unknown:
+            raise ValueError(f"{name}: unknown setting(s) {unknown}; {type(self).__name__} has "
+                             f"{', '.join(sorted(self.defaults))}")
+        if "params" not in group:
+            raise ValueError(f"{name}: a param group needs its 'params'")
+        params = group["params"]
+        if isinstance(params, (set, frozenset)):
+            raise TypeError(f"{name}: params must be ordered (a list), not a set, whose order changes from run to run")
+        params = [params] if isinstance(params, Tensor) else list(params)
+        held = {id(p): i for i, g in enumerate(self.param_groups) for p in g["params"]}
+        for p in params:
+            _check_parameter(name, p)
+            if id(p) in held:
+                first = held[id(p)]
+                where = "twice in this group" if first == len(self.param_groups) else f"in group {first} too"
+                raise ValueError(f"{name}: a parameter of shape {p.shape} is listed {where}; each parameter may be in "
+                                 "one group once (else it would be updated twice a step)")
+            held[id(p)] = len(self.param_groups)
+        self.param_groups.append(self.check({**self.defaults, **group, "params": params}, name))
+
+    def check(self, group: dict[str, Any], where: str) -> dict[str, Any]:
+        """The group with its settings checked (and normalised: betas as a tuple); raises naming `where`."""
+        raise NotImplementedError
+
+    def new_state(self, p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
+        """The state of parameter p before its first update."""
+        raise NotImplementedError
+
+    def parameters(self) -> Iterator[Tensor]:
         for g in self.param_groups:
             yield from g["params"]
 
-    def with_state(self) -> Iterator[tuple[dict[str, Any], Parameter, dict[str, Any]]]:
-        """(group, parameter, its state) for every parameter, in order."""
-        states = iter(self.state)
+    def with_state(self) -> Iterator[tuple[dict[str, Any], Tensor, dict[str, Any]]]:
+        """(group, parameter, its state) for every parameter with a gradient, its state made at the first one. A
+        parameter added to a group since (param_groups[0]["params"].append(p)) is checked here, as a new group is."""
+        seen = set()
         for group in self.param_groups:
             for p in group["params"]:
-                yield group, p, next(states)
+                if not isinstance(p, Tensor) or id(p) in seen:
+                    _check_parameter(f"{type(self).__name__}.step", p)  # a TypeError for what is no tensor
+                    raise ValueError(f"{type(self).__name__}.step: a parameter of shape {p.shape} is listed twice in "
+                                     "param_groups; each parameter may be in one group once")
+                seen.add(id(p))
+                if p.grad is None:
+                    continue
+                state = self.state.get(p)
+                if state is None:
+                    _check_parameter(f"{type(self).__name__}.step", p)
+                    state = self.state[p] = self.new_state(p, group)
+                yield group, p, state
 
-    def zero_grad(self) -> None:
-        for p in self.parameters():
-            p.grad = None
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Drop every parameter's gradient (set_to_none=False: set it to zeros in place)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if set_to_none:
+                    p.grad = None
+                elif p.grad is not None:
+                    p.grad[...] = 0
 
     def step(self) -> None:
-        """Update every parameter that has a gradient, by update(), or with fused=True by fused_step() (AdamW)."""
-        self.step_count += 1
+        """Update every parameter that has a gradient, by update(), or with fused=True by fused_step() (AdamW), and
+        count each update in the parameter's version (a graph that saved it can no longer go back through it)."""
         if self.fused:
             return self.fused_step()  # speed: update()'s rule in place, piece by piece, on every core
         for group, p, state in self.with_state():
-            if p.grad is not None:
-                self.update(p.data, p.grad, group, state)
+            self.update(p.data, p.grad, group, state)
+            increment_version(p)
 
     def update(self, p: Any, g: Any, group: dict[str, Any], state: dict[str, Any]) -> None:
         """The rule itself: change the parameter's array `p` in place, given its gradient `g`."""
         raise NotImplementedError
 
+    def fused_step(self) -> None:
+        raise NotImplementedError
+
     # -- saving and loading --
     def state_dict(self) -> dict[str, Any]:
-        return {"step": self.step_count, "lr": [g["lr"] for g in self.param_groups],
-                "buffers": {str(i): dict(s) for i, s in enumerate(self.state)}}
+        """As PyTorch's: {"state": {i: parameter i's state}, "param_groups": [{every setting, "params": [i, ...]}]},
+        the parameters numbered through the groups in order. The arrays are the optimizer's own, not copies."""
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            numbers = [index.setdefault(id(p), len(index)) for p in group["params"]]
+            groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": numbers})
+        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
+        return {"state": dict(sorted(state.items())), "param_groups": groups}
 
     def load_state_dict(self, saved: dict[str, Any]) -> None:
-        """Restore step count, learning rates and buffers. Everything is checked, and converted, before
-        anything changes: a bad state is a ValueError that leaves the optimizer as it was."""
-        params = list(self.parameters())
+        """Restore the state and every group's settings from what state_dict() gave (or mg.load gave back of it),
+        for the same parameters in the same groups. Everything is checked, and converted to each parameter's dtype
+        and device, before anything changes: a bad state is a ValueError that leaves the optimizer as it was."""
         name = f"{type(self).__name__}.load_state_dict"
-        step, lrs, buffers = saved.get("step"), saved.get("lr", []), saved.get("buffers", {})
-        if not isinstance(lrs, list) or not isinstance(buffers, dict):
-            raise ValueError(f"{name}: expected what state_dict() gives, with 'lr' a list and 'buffers' a dict")
-        if len(buffers) != len(params) or len(lrs) != len(self.param_groups):
-            raise ValueError(f"{name}: saved state is for {len(buffers)} parameters in {len(lrs)} groups, this "
-                             f"optimizer has {len(params)} in {len(self.param_groups)}")
-        if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-            raise ValueError(f"{name}: step must be an integer >= 0, got {step!r}")
-        if not all(isinstance(lr, (int, float)) and not isinstance(lr, bool) for lr in lrs):
-            raise ValueError(f"{name}: learning rates must be numbers, got {lrs!r:.80}")
-        for i, p in enumerate(params):
-            for buffer in self.state_names:
-                entry = buffers.get(str(i))
-                value = entry.get(buffer) if isinstance(entry, dict) else None
-                if not hasattr(value, "dtype") or value.dtype.kind not in "biuf" or tuple(value.shape) != p.shape:
-                    raise ValueError(f"{name}: buffer {buffer!r} of parameter {i} is missing or not of shape "
-                                     f"{p.shape} (numbers)")
-        # copies, since steps update the buffers in place; made before anything changes
-        state = [{buffer: as_array(buffers[str(i)][buffer], p.dtype, p.device, name).copy()
-                  for buffer in self.state_names} for i, p in enumerate(params)]
-        self.step_count, self.state = step, state
-        for group, lr in zip(self.param_groups, lrs, strict=True):
-            group["lr"] = lr
+        if not isinstance(saved, dict) or not isinstance(saved.get("state"), dict) \
+                or not isinstance(saved.get("param_groups"), list):
+            raise ValueError(f"{name}: expected what state_dict() gives, {{'state': {{...}}, 'param_groups': [...]}}, "
+                             f"got {type(saved).__name__} with {sorted(saved) if isinstance(saved, dict) else '-'}")
+        theirs = saved["param_groups"]
+        if len(theirs) != len(self.param_groups):
+            raise ValueError(f"{name}: saved state has {len(theirs)} param groups, this optimizer has "
+                             f"{len(self.param_groups)}")
+        groups, numbered = [], {}
+        for i, (mine, group) in enumerate(zip(self.param_groups, theirs, strict=True)):
+            where = f"{name}: saved param group {i}"
+            if not isinstance(group, dict) or not isinstance(group.get("params"), list):
+                raise ValueError(f"{where} is not a dict with a list of 'params'")
+            if len(group["params"]) != len(mine["params"]):
+                raise ValueError(f"{where} holds {len(group['params'])} parameters, this optimizer's holds "
+                                 f"{len(mine['params'])}")
+            missing = sorted(set(self.defaults) - set(group))
+            unknown = sorted(set(group) - set(self.defaults) - {"params"})
+            if missing or unknown:
+                raise ValueError(f"{where}: settings missing {missing}, unknown {unknown}")
+            try:
+                groups.append(self.check({**{k: group[k] for k in self.defaults}, "params": mine["params"]}, where))
+            except TypeError as err:  # a setting of the wrong type: this too is a bad state
+                raise ValueError(str(err)) from None
+            for number, p in zip(group["params"], mine["params"], strict=True):
+                numbered[number] = (p, groups[-1])
+        state = {}
+        for key, entry in saved["state"].items():
+            number = int(key) if isinstance(key, str) and key.isdigit() else key  # keys as mg.load gives them back
+            if number not in numbered:
+                raise ValueError(f"{name}: state for parameter {key!r}, which no saved param group lists")
+            p, group = numbered[number]
+            state[p] = _restored(f"{name}: state of parameter {key}", entry, self.new_state(p, group), p)
+        for mine, group in zip(self.param_groups, groups, strict=True):  # all checked: now change
+            mine.clear()
+            mine.update(group)
+        self.state = state
+
+
+def _check_parameter(where: str, p: Any) -> None:
+    """What an optimizer can update: a floating-point leaf tensor (any, not only a Parameter, as in PyTorch)."""
+    if not isinstance(p, Tensor):
+        raise TypeError(f"{where}: expected tensors, got {type(p).__name__}")
+    if not p.is_leaf:
+        raise ValueError(f"{where}: cannot optimize a tensor computed by {p.grad_fn._op} (a non-leaf); optimize the "
+                         "leaves it is computed from")
+    if p.dtype.kind != "f":
+        raise TypeError(f"{where}: cannot optimize a tensor of dtype {p.dtype}; parameters hold floats")
+
+
+def _restored(where: str, entry: Any, template: dict[str, Any], p: Tensor) -> dict[str, Any]:
+    """A saved parameter state, checked against `template` (the keys a new one has: int, array, or array or None)
+    and converted: arrays copied to p's dtype and device, for steps update them in place."""
+    if not isinstance(entry, dict) or set(entry) != set(template):
+        raise ValueError(f"{where}: expected the keys {sorted(template)}, got "
+                         f"{sorted(entry) if isinstance(entry, dict) else type(entry).__name__}")
+    restored = {}
+    for key, value in entry.items():
+        if isinstance(template[key], int):  # a step
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{where}: {key} must be an integer >= 0, got {value!r}")
+            restored[key] = int(value)
+        elif value is None and template[key] is None:
+            restored[key] = None
+        elif not backend.is_array(value) or value.dtype.kind not in "biuf" or tuple(value.shape) != p.shape:
+            raise ValueError(f"{where}: {key} must be an array of numbers of shape {p.shape}, got "
+                             f"{getattr(value, 'shape', type(value).__name__)}")
+        else:
+            restored[key] = as_array(value, p.dtype, p.device, "load_state_dict", copy=True)
+    return restored
+
+
+def _number(where: str, group: dict[str, Any], key: str, low: float = 0.0, below: float | None = None) -> float:
+    """group[key] checked to be a finite number in [low, below): what every rate and coefficient must be."""
+    value = group[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{where}: {key} must be a number, got {type(value).__name__} {value!r:.40}")
+    if not (math.isfinite(value) and low <= value and (below is None or value < below)):
+        bounds = f"in [{low}, {below})" if below is not None else f">= {low}"
+        raise ValueError(f"{where}: invalid {key} {value}: it must be a finite number {bounds}")
+    return float(value)
+
+
+def _flag(where: str, group: dict[str, Any], key: str) -> bool:
+    if not isinstance(group[key], (bool, np.bool_)):
+        raise TypeError(f"{where}: {key} must be True or False, got {group[key]!r:.40}")
+    return bool(group[key])
 
 
 class SGD(Optimizer):
-    """g = g + wd * p;  buf = momentum * buf + g;  p -= lr * buf   (plain SGD when momentum = 0)"""
+    """g = -g if maximize;  g = g + wd * p;  buf = g at the first step, then momentum * buf + (1 - dampening) * g;
+    g = g + momentum * buf (nesterov) or buf;  p -= lr * g   (plain SGD when momentum = 0), as torch.optim.SGD"""
 
-    defaults = {"lr": 0.01, "momentum": 0.0, "weight_decay": 0.0}
-    state_names = ("momentum_buffer",)
+    def __init__(self, params: ParamGroups, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False) -> None:
+        super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
+                                  "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize})
+
+    def check(self, group, where):
+        for key in ("lr", "momentum", "weight_decay"):
+            group[key] = _number(where, group, key)
+        group["dampening"] = _number(where, group, "dampening", low=-math.inf)
+        group["nesterov"], group["maximize"] = _flag(where, group, "nesterov"), _flag(where, group, "maximize")
+        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
+            raise ValueError(f"{where}: Nesterov momentum needs momentum > 0 and dampening 0, got momentum "
+                             f"{group['momentum']}, dampening {group['dampening']}")
+        return group
+
+    def new_state(self, p, group):
+        return {"momentum_buffer": None}  # made from the first gradient, where momentum is used
 
     def update(self, p, g, group, state):
-        g = g + group["weight_decay"] * p  # L2 penalty, folded into the gradient
-        state["momentum_buffer"] = buf = group["momentum"] * state["momentum_buffer"] + g
-        p -= group["lr"] * buf
+        g = -g if group["maximize"] else g
+        g = g + group["weight_decay"] * p if group["weight_decay"] else g  # L2 penalty, folded into the gradient
+        momentum = group["momentum"]
+        if momentum:
+            buf = state["momentum_buffer"]
+            buf = g.copy() if buf is None else momentum * buf + (1 - group["dampening"]) * g
+            state["momentum_buffer"] = buf
+            g = g + momentum * buf if group["nesterov"] else buf
+        p -= group["lr"] * g
 
 
 class AdamW(Optimizer):
-    """Adam with decoupled weight decay (Loshchilov & Hutter), as torch.optim.AdamW and llm.c:
+    """Adam with decoupled weight decay (Loshchilov & Hutter), as torch.optim.AdamW and llm.c, per parameter at its
+    own step t (counting its updates, so one that first gets a gradient late is bias-corrected as at step 1):
 
     m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  m_hat = m / (1 - b1^t);  v_hat = v / (1 - b2^t)
     p -= lr * (m_hat / (sqrt(v_hat) + eps) + wd * p)
 
-    fused=True runs fused_update instead: the same rule in place, in cache-sized pieces spread over the cores.
+    amsgrad: v_hat from the largest v so far; maximize: g = -g. fused=True runs fused_update instead: the same rule
+    in place, in cache-sized pieces spread over the cores.
     """
 
-    defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01}
-    state_names = ("m", "v")
     piece = {"cpu": 1 << 17, "cuda": 1 << 62}  # fused_step's elements per piece: cache-sized on the CPU, all on a GPU
 
-    def __init__(self, params: ParamGroups, fused: bool = False, **settings: Any) -> None:
-        super().__init__(params, **settings)
-        self.fused = fused
+    def __init__(self, params: ParamGroups, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 fused: bool = False) -> None:
+        if not isinstance(fused, bool):
+            raise TypeError(f"AdamW: fused must be True or False, got {fused!r:.40}")
+        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                                  "amsgrad": amsgrad, "maximize": maximize})
+        self.fused = fused  # how the step runs, not what it computes: not a group setting, not in state_dict
+
+    def check(self, group, where):
+        for key in ("lr", "eps", "weight_decay"):
+            group[key] = _number(where, group, key)
+        betas = group["betas"]
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise TypeError(f"{where}: betas must be a pair of numbers, got {betas!r:.60}")
+        group["betas"] = tuple(_number(where, {f"betas[{i}]": b}, f"betas[{i}]", below=1.0)
+                               for i, b in enumerate(betas))
+        group["amsgrad"], group["maximize"] = _flag(where, group, "amsgrad"), _flag(where, group, "maximize")
+        return group
+
+    def new_state(self, p, group):
+        xp = backend.get_array_module(p.data)
+        names = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
+        return {"step": 0, **{name: xp.zeros(p.shape, dtype=p.dtype) for name in names}}
 
     def update(self, p, g, group, state):
         xp = backend.get_array_module(p)
-        (b1, b2), t = group["betas"], self.step_count
-        state["m"] = m = b1 * state["m"] + (1 - b1) * g
-        state["v"] = v = b2 * state["v"] + (1 - b2) * g * g
+        (b1, b2), t = group["betas"], state["step"] + 1
+        g = -g if group["maximize"] else g
+        state["step"] = t
+        state["exp_avg"] = m = b1 * state["exp_avg"] + (1 - b1) * g
+        state["exp_avg_sq"] = v = b2 * state["exp_avg_sq"] + (1 - b2) * g * g
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = v = xp.maximum(state["max_exp_avg_sq"], v)
         m_hat = m / (1 - b1**t)
         v_hat = v / (1 - b2**t)
         p -= group["lr"] * (m_hat / (xp.sqrt(v_hat) + group["eps"]) + group["weight_decay"] * p)
@@ -145,35 +319,47 @@ class AdamW(Optimizer):
     def fused_step(self) -> None:
         """fused_update on every parameter with a gradient, in pieces of at most self.piece[device] elements, each
         with a scratch buffer of its thread's: no temporary the size of the model."""
-        jobs = [(group, *piece) for group, p, state in self.with_state() if p.grad is not None
-                for piece in _pieces(p.data, p.grad, state, self.piece[p.device])]
+        jobs = []
+        for group, p, state in self.with_state():
+            state["step"] += 1
+            buffers = {k: v for k, v in state.items() if k != "step"}
+            jobs += [(group, state["step"], *piece) for piece in _pieces(p.data, p.grad, buffers, self.piece[p.device])]
+            increment_version(p)
         if not jobs:
             return
         scratch = threading.local()  # this step's scratch buffers, one per thread
 
         def update(job: tuple) -> None:
-            group, p, g, state = job
-            self.fused_update(p, g, state["m"], state["v"], _scratch_for(scratch, p), group, self.step_count)
+            group, t, p, g, buffers = job
+            self.fused_update(p, g, buffers, _scratch_for(scratch, p), group, t)
 
-        runtime.run_parallel(update, jobs, backend.device_of(jobs[0][1]), sum(job[1].size for job in jobs))
+        runtime.run_parallel(update, jobs, backend.device_of(jobs[0][2]), sum(job[2].size for job in jobs))
 
     @staticmethod
-    def fused_update(p: Any, g: Any, m: Any, v: Any, tmp: Any, group: dict[str, Any], t: int) -> None:
+    def fused_update(p: Any, g: Any, buffers: dict[str, Any], tmp: Any, group: dict[str, Any], t: int) -> None:
         """update()'s rule in the order torch.optim.AdamW computes it, every result written in place in 12 passes
         (13 with weight decay): m = b1 (m - g) + g, v = b2 (v - g^2) + g^2, and the bias corrections folded
-        into two constants, lr sqrt(1 - b2^t) / (1 - b1^t) and eps sqrt(1 - b2^t)."""
+        into two constants, lr sqrt(1 - b2^t) / (1 - b1^t) and eps sqrt(1 - b2^t). maximize: m = b1 (m + g) - g."""
         xp = backend.get_array_module(p)
         lr, (b1, b2) = group["lr"], group["betas"]
+        m, v = buffers["exp_avg"], buffers["exp_avg_sq"]
         root = math.sqrt(1 - b2**t)
         if group["weight_decay"]:
             p *= 1 - lr * group["weight_decay"]
-        m -= g
-        m *= b1
-        m += g
+        if group["maximize"]:
+            m += g
+            m *= b1
+            m -= g
+        else:
+            m -= g
+            m *= b1
+            m += g
         xp.multiply(g, g, out=tmp)
         v -= tmp
         v *= b2
         v += tmp
+        if group["amsgrad"]:
+            v = xp.maximum(buffers["max_exp_avg_sq"], v, out=buffers["max_exp_avg_sq"])
         xp.sqrt(v, out=tmp)  # the denominator, sqrt(v) + eps sqrt(1 - b2^t), built in tmp
         tmp += group["eps"] * root
         xp.divide(m, tmp, out=tmp)
@@ -181,17 +367,17 @@ class AdamW(Optimizer):
         p -= tmp
 
 
-def _pieces(p: Any, g: Any, state: dict[str, Any], size: int) -> Iterator[tuple[Any, Any, dict[str, Any]]]:
+def _pieces(p: Any, g: Any, buffers: dict[str, Any], size: int) -> Iterator[tuple[Any, Any, dict[str, Any]]]:
     """Views of at most `size` elements of a parameter array, its gradient and its state buffers. An array that
     is not C-contiguous (nn.Parameter(W.T)) would be copied by reshape(-1), and the update lost: one piece."""
-    if not all(a.flags.c_contiguous for a in (p, *state.values())):
-        yield p, g, state
+    if not all(a.flags.c_contiguous for a in (p, *buffers.values())):
+        yield p, g, buffers
         return
     flat_p, flat_g = p.reshape(-1), g.reshape(-1)
-    flat_state = {k: v.reshape(-1) for k, v in state.items()}
+    flat_buffers = {k: v.reshape(-1) for k, v in buffers.items()}
     for start in range(0, p.size, size):
         chunk = slice(start, start + size)
-        yield flat_p[chunk], flat_g[chunk], {k: v[chunk] for k, v in flat_state.items()}
+        yield flat_p[chunk], flat_g[chunk], {k: v[chunk] for k, v in flat_buffers.items()}
 
 
 def _scratch_for(scratch: threading.local, piece: Any) -> Any:
@@ -203,24 +389,43 @@ def _scratch_for(scratch: threading.local, piece: Any) -> Any:
     return buffers[key][: piece.size].reshape(piece.shape)
 
 
-def decay_groups(named_params: Iterable[tuple[str, Parameter]], weight_decay: float) -> list[dict[str, Any]]:
+def decay_groups(named_params: Iterable[tuple[str, Tensor]], weight_decay: float) -> list[dict[str, Any]]:
     """Two groups, as GPT-2 training does: matrices (ndim >= 2) decay; biases and LayerNorm weights do not."""
     params = list(named_params)
     return [{"params": [p for _, p in params if p.ndim >= 2], "weight_decay": weight_decay},
             {"params": [p for _, p in params if p.ndim < 2], "weight_decay": 0.0}]
 
 
-def clip_grad_norm_(params: Iterable[Parameter], max_norm: float) -> float:
-    """Scale all gradients in place so their joint L2 norm is at most max_norm; return the norm before.
+def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False) -> float:
+    """Scale all gradients in place so their joint norm (L2, or norm_type: any p >= 1, or inf) is at most max_norm;
+    return the norm before. As torch.nn.utils.clip_grad_norm_: one tensor or an iterable of them; a non-finite norm
+    leaves the gradients as they are, or with error_if_nonfinite=True is a RuntimeError.
 
-    The squares are summed where the gradients live and read back once: on a GPU, one wait per call.
+    The norm is summed where the gradients live and read back once: on a GPU, one wait per call.
     """
-    grads, squares = [], 0.0
+    params = [parameters] if isinstance(parameters, Tensor) else parameters  # a tensor would iterate its rows
+    if isinstance(max_norm, bool) or not isinstance(max_norm, (int, float)) or not max_norm >= 0:
+        raise ValueError(f"clip_grad_norm_: max_norm must be a number >= 0, got {max_norm!r}")
+    if norm_type != 2.0 and not norm_type >= 1:
+        raise ValueError(f"clip_grad_norm_: norm_type must be >= 1 or inf, got {norm_type!r}")
+    grads, total = [], 0.0
     for p in params:
         if p.grad is not None:
-            grads.append(p.grad)
-            squares = squares + backend.get_array_module(p.grad).vdot(p.grad.reshape(-1), p.grad.reshape(-1))
-    total = math.sqrt(float(squares))
+            g = p.grad
+            grads.append(g)
+            xp, flat = backend.get_array_module(g), g.reshape(-1)
+            if norm_type == 2.0:
+                total = total + xp.vdot(flat, flat)  # the squares, summed
+            elif norm_type == math.inf:
+                total = xp.maximum(total, xp.abs(flat).max(initial=0.0))
+            else:
+                total = total + (xp.abs(flat) ** norm_type).sum()
+    total = float(total) if norm_type == math.inf else float(total) ** (1 / norm_type)
+    if not math.isfinite(total):
+        if error_if_nonfinite:
+            raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {total}")
+        return total
     if total > max_norm:
         for g in grads:
             g *= max_norm / (total + 1e-6)

@@ -18,28 +18,45 @@ from minigrad import backend
 from minigrad.tensor import Tensor
 
 _JSON_KEY = "__json__"
+_INT_KEYS = "__int_keys__"  # the paths of the keys that were ints (an optimizer's state by parameter number)
 
 
 def save(path: str | os.PathLike, tree: dict[str, Any]) -> None:
     """Write `tree` (nested dicts; leaves are arrays, tensors or JSON values) to `path` atomically, with the
-    permissions the user's umask gives. What load() could not give back (keys that are not plain strings, object
-    arrays, other values) is refused before anything is written."""
+    permissions the user's umask gives. Keys are strings or ints, given back as they were; tuples come back as
+    lists. What load() could not give back (other keys, a key with '/' or a control character, object arrays,
+    other values) is refused before anything is written, and the old file is only replaced by a complete new one."""
     if not isinstance(tree, dict):
         raise TypeError(f"save: expected a dict, got {type(tree).__name__}")
     arrays: dict[str, np.ndarray] = {}
-    plain = _split(tree, "", arrays)
+    int_keys: list[list[str]] = []
+    plain = _split(tree, [], arrays, int_keys)
     arrays[_JSON_KEY] = np.array(json.dumps(plain))
+    if int_keys:
+        arrays[_INT_KEYS] = np.array(json.dumps(int_keys))
     path = os.fspath(path)
     fd, tmp = _create_temporary(os.path.dirname(os.path.abspath(path)))
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
+            _write_entries(f, arrays)
             f.flush()
             os.fsync(f.fileno())
+        with zipfile.ZipFile(tmp) as archive:  # every entry readable under its own name, or no file at all
+            if sorted(archive.namelist()) != sorted(name + ".npy" for name in arrays):
+                raise ValueError(f"save: the file would not read back as written ({archive.namelist()[:5]})")
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _write_entries(f: Any, arrays: dict[str, np.ndarray]) -> None:
+    """The arrays as .npy entries of a zip archive (the .npz layout), each named by its key: the keys are data,
+    written as entry names, never passed as keyword arguments (np.savez would take `file` or `allow_pickle`)."""
+    with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(name + ".npy", mode="w", force_zip64=True) as entry:
+                np.lib.format.write_array(entry, np.asanyarray(array), allow_pickle=False)
 
 
 def _create_temporary(folder: str) -> tuple[int, str]:
@@ -53,25 +70,49 @@ def _create_temporary(folder: str) -> tuple[int, str]:
             continue
 
 
-def _split(tree: dict[str, Any], prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
-    """Move array leaves into `arrays` under their path; return the rest of the tree, checked."""
+def _split(tree: dict[Any, Any], path: list[str], arrays: dict[str, np.ndarray],
+           int_keys: list[list[str]]) -> dict[str, Any]:
+    """Move array leaves into `arrays` under their path ("model/wte.weight"); return the rest of the tree, its
+    keys as strings (each int key's path noted in `int_keys`), checked."""
     plain: dict[str, Any] = {}
+    names: set[str] = set()
+    where = "/".join(path) or "the top level"
     for key, value in tree.items():
-        if not isinstance(key, str) or not key or "/" in key or key == _JSON_KEY:
-            raise ValueError(f"save: key {key!r} (at {prefix or 'the top level'}) must be a non-empty string; "
-                             f"it may not contain '/' or be {_JSON_KEY!r}")
+        if isinstance(key, int) and not isinstance(key, bool):
+            name = str(key)
+            int_keys.append([*path, name])
+        elif isinstance(key, str):
+            name = key
+        else:
+            raise TypeError(f"save: key {key!r} (at {where}) is a {type(key).__name__}; keys are strings or ints")
+        if not name or any(c in name for c in "/\\") or any(ord(c) < 32 for c in name) \
+                or name in (_JSON_KEY, _INT_KEYS) or not _encodable(name):
+            raise ValueError(f"save: key {key!r} (at {where}) cannot be written: keys must be non-empty, without '/', "
+                             f"'\\' or control characters (such as NUL), encodable as UTF-8, and not {_JSON_KEY!r} or "
+                             f"{_INT_KEYS!r}")
+        if name in names:
+            raise ValueError(f"save: keys {key!r} and {name!r} (at {where}) would be written as one")
+        names.add(name)
         if isinstance(value, dict):
-            plain[key] = _split(value, f"{prefix}{key}/", arrays)
+            plain[name] = _split(value, [*path, name], arrays, int_keys)
         elif isinstance(value, Tensor) or hasattr(value, "dtype"):  # a tensor, a NumPy or CuPy array or scalar
             array = backend.to_numpy(value.data if isinstance(value, Tensor) else value)
             if array.dtype.kind in "OV":
-                raise TypeError(f"save: {prefix}{key} is an array of dtype {array.dtype}, which load() could not "
+                raise TypeError(f"save: {where}/{name} is an array of dtype {array.dtype}, which load() could not "
                                 "read back without pickle")
-            arrays[prefix + key] = array
+            arrays["/".join([*path, name])] = array
         else:
-            _check_json(value, prefix + key)
-            plain[key] = value
+            _check_json(value, "/".join([*path, name]))
+            plain[name] = value
     return plain
+
+
+def _encodable(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return True
 
 
 def _check_json(value: Any, where: str) -> None:
@@ -112,9 +153,32 @@ def _read(path: str) -> dict[str, Any]:
         if not isinstance(tree, dict):
             raise ValueError(f"its {_JSON_KEY} entry is {type(tree).__name__}, not a JSON object")
         for name in npz.files:
-            if name != _JSON_KEY:
+            if name not in (_JSON_KEY, _INT_KEYS):
                 _place(tree, name, npz[name])
+        int_keys = json.loads(str(npz[_INT_KEYS])) if _INT_KEYS in npz.files else []
+    for key_path in sorted(int_keys, key=len, reverse=True):  # the deepest first: their parents' keys are still strings
+        _restore_int_key(tree, key_path)
     return tree
+
+
+def _restore_int_key(tree: dict[str, Any], key_path: Any) -> None:
+    """The key at `key_path` (strings) back to the int it was saved as."""
+    if not isinstance(key_path, list) or not key_path or not all(isinstance(k, str) for k in key_path):
+        raise ValueError(f"its {_INT_KEYS} entry holds {key_path!r}, not a path of keys")
+    node = tree
+    for key in key_path[:-1]:
+        node = node.get(key) if isinstance(node, dict) else None
+    leaf = key_path[-1]
+    if not isinstance(node, dict) or leaf not in node or leaf != str(_as_int(leaf)):
+        raise ValueError(f"its {_INT_KEYS} entry names {'/'.join(key_path)!r}, which holds no int key")
+    node[int(leaf)] = node.pop(leaf)
+
+
+def _as_int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 def _check_entries(path: str) -> None:

@@ -294,10 +294,10 @@ def test_resuming_from_a_saved_checkpoint_is_bit_identical(tmp_path):
     checkpoint = mg.load(tmp_path / "ckpt.npz")
     resumed.load_state_dict(checkpoint["model"])
     resumed_opt.load_state_dict(checkpoint["optimizer"])
-    assert resumed_opt.step_count == 4
+    assert {s["step"] for s in resumed_opt.state.values()} == {4}
     train(resumed, resumed_opt, range(4, 8))
 
-    assert resumed_opt.step_count == opt.step_count == 8
+    assert {s["step"] for s in resumed_opt.state.values()} == {s["step"] for s in opt.state.values()} == {8}
     for (name, p), q in zip(model.named_parameters(), resumed.parameters(), strict=True):
         np.testing.assert_array_equal(q.numpy(), p.numpy(), err_msg=name)
 
@@ -316,38 +316,62 @@ def test_loading_in_memory_state_does_not_share_buffers():
 
 
 def optimizer_snapshot(opt):
-    return opt.step_count, [g["lr"] for g in opt.param_groups], \
-        [{k: v.copy() for k, v in s.items()} for s in opt.state]
+    groups = [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
+    return groups, {id(p): {k: np.copy(v) for k, v in s.items()} for p, s in opt.state.items()}
 
 
 def assert_same_snapshot(a, b):
-    assert a[0] == b[0] and a[1] == b[1]
-    for s, t in zip(a[2], b[2], strict=True):
-        assert s.keys() == t.keys()
-        for k in s:
-            np.testing.assert_array_equal(s[k], t[k])
+    assert a[0] == b[0] and a[1].keys() == b[1].keys()
+    for p in a[1]:
+        assert a[1][p].keys() == b[1][p].keys()
+        for k in a[1][p]:
+            np.testing.assert_array_equal(a[1][p][k], b[1][p][k])
+
+
+def trained_state(opt_for, model):
+    opt = opt_for(model)
+    train(model, opt, range(1))
+    return opt.state_dict()
 
 
 @pytest.mark.parametrize("mismatch, message", [
-    ("other model", "saved state is for 4 parameters in 2 groups, this optimizer has 36 in 2"),
-    ("one group", "saved state is for 36 parameters in 1 groups, this optimizer has 36 in 2"),
-    ("wrong shape", "buffer 'v' of parameter 2 is missing or not of shape \\(16, 16\\)"),
-    ("SGD state", "buffer 'm' of parameter 0 is missing"),
+    ("other model", r"saved param group 0 holds 1 parameters, this optimizer's holds 14"),
+    ("one group", "saved state has 1 param groups, this optimizer has 2"),
+    ("wrong shape", r"state of parameter 2: exp_avg_sq must be an array of numbers of shape \(16, 16\)"),
+    ("SGD state", r"saved param group 0: settings missing \['amsgrad', 'betas', 'eps'\]"),
+    ("SGD state, AdamW settings", r"state of parameter 0: expected the keys \['exp_avg', 'exp_avg_sq', 'step'\]"),
+    ("a stranger's number", "state for parameter 99, which no saved param group lists"),
+    ("bad betas", r"saved param group 1: invalid betas\[1\] 1.5"),
+    ("old format", "expected what state_dict\\(\\) gives"),
 ])
 def test_mismatched_optimizer_state_is_refused_and_changes_nothing(mismatch, message):
     model = tiny_gpt(0)
     opt = make_optimizer(model)
     train(model, opt, range(2))
     if mismatch == "other model":
-        saved = optim.AdamW(optim.decay_groups(Problem().model.named_parameters(), 0.1)).state_dict()
+        problem = Problem()
+        other = make_optimizer(problem.model)
+        problem.set_grads()
+        other.step()
+        saved = other.state_dict()
     elif mismatch == "one group":
-        saved = optim.AdamW(model.parameters()).state_dict()
+        saved = trained_state(lambda m: optim.AdamW(m.parameters()), tiny_gpt(0))
     elif mismatch == "wrong shape":
-        saved = make_optimizer(model).state_dict()
-        saved["buffers"]["2"]["v"] = np.zeros((16, 48))
+        saved = trained_state(make_optimizer, tiny_gpt(0))
+        saved["state"][2]["exp_avg_sq"] = np.zeros((16, 48))
+    elif mismatch.startswith("SGD state"):
+        saved = trained_state(lambda m: optim.SGD(optim.decay_groups(m.named_parameters(), 0.1), momentum=0.9),
+                              tiny_gpt(0))
+        if mismatch.endswith("AdamW settings"):
+            saved["param_groups"] = make_optimizer(model).state_dict()["param_groups"]
+    elif mismatch == "a stranger's number":
+        saved = trained_state(make_optimizer, tiny_gpt(0))
+        saved["state"][99] = saved["state"].pop(3)
+    elif mismatch == "bad betas":
+        saved = trained_state(make_optimizer, tiny_gpt(0))
+        saved["param_groups"][1]["betas"] = (0.9, 1.5)
     else:
-        saved = optim.SGD(optim.decay_groups(model.named_parameters(), 0.1), momentum=0.9).state_dict()
-    saved["step"] = 99
+        saved = {"step": 2, "lr": [1e-3, 1e-3], "buffers": {}}
     before = optimizer_snapshot(opt)
     with pytest.raises(ValueError, match=message):
         opt.load_state_dict(saved)
@@ -357,5 +381,252 @@ def test_mismatched_optimizer_state_is_refused_and_changes_nothing(mismatch, mes
 def test_optimizer_refuses_an_empty_or_wrong_parameter_list():
     with pytest.raises(ValueError, match="empty list of parameters"):
         optim.AdamW([])
-    with pytest.raises(TypeError, match="expected Parameters"):
-        optim.SGD([mg.tensor([1.0], requires_grad=True)])
+    with pytest.raises(TypeError, match="expected tensors, got str"):
+        optim.SGD(["weight"])
+
+
+# ---- state per parameter, as torch.optim keeps it ----
+
+def torch_twin(params):
+    torch = pytest.importorskip("torch", reason="torch is not installed: the torch.optim comparison is skipped")
+    return torch, [torch.tensor(p.numpy().copy(), requires_grad=True) for p in params]
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["plain", "fused"])
+def test_a_parameter_whose_first_gradient_comes_late_starts_at_its_own_step_1(fused):
+    """The issue's reproduction: a parameter first given a gradient at step 2 got step 2's bias correction, so its
+    first move was 0.74 lr (betas 0.9, 0.999), not lr. Its step counts its own updates, as in torch."""
+    a, b = (mg.tensor(np.zeros(3), dtype=mg.float64, requires_grad=True) for _ in range(2))
+    opt = optim.AdamW([a, b], lr=0.1, weight_decay=0.0, fused=fused)
+    torch, (ta, tb) = torch_twin([a, b])
+    topt = torch.optim.AdamW([ta, tb], lr=0.1, weight_decay=0.0)
+    g = np.array([0.5, -2.0, 1e-3])
+    for step in range(3):
+        a.grad, ta.grad = g.copy(), torch.tensor(g)
+        b.grad, tb.grad = (None, None) if step == 0 else (g.copy(), torch.tensor(g))  # b is frozen at step 0
+        opt.step()
+        topt.step()
+        if step == 1:  # b's first move: lr * m_hat / (sqrt(v_hat) + eps), which is lr * sign(g)
+            np.testing.assert_allclose(b.numpy(), -0.1 * np.sign(g), rtol=1e-4)
+    assert opt.state[a]["step"] == 3 and opt.state[b]["step"] == 2
+    np.testing.assert_allclose(a.numpy(), ta.detach().numpy(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(b.numpy(), tb.detach().numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_state_is_made_at_a_parameters_first_gradient_and_keyed_by_it():
+    problem = Problem()
+    params = problem.model.parameters()
+    opt = optim.AdamW(params)
+    assert opt.state == {}
+    problem.set_grads()
+    params[1].grad = None
+    opt.step()
+    assert set(opt.state) == {params[0], params[2], params[3]} and params[1] not in opt.state
+    assert sorted(opt.state[params[0]]) == ["exp_avg", "exp_avg_sq", "step"]
+    assert opt.state[params[0]]["exp_avg"].shape == params[0].shape
+
+
+# every setting each optimizer has, with a value other than its default
+SETTINGS = {
+    "SGD": (optim.SGD, {"lr": 0.3, "momentum": 0.8, "dampening": 0.1, "weight_decay": 0.02, "nesterov": False,
+                        "maximize": True}),
+    "SGD nesterov": (optim.SGD, {"lr": 0.2, "momentum": 0.5, "dampening": 0.0, "weight_decay": 0.0,
+                                 "nesterov": True, "maximize": False}),
+    "AdamW": (optim.AdamW, {"lr": 0.02, "betas": (0.8, 0.9), "eps": 1e-6, "weight_decay": 0.3, "amsgrad": True,
+                            "maximize": True}),
+}
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_state_dict_round_trips_the_state_and_every_group_setting(tmp_path, name):
+    """Only lr was restored; now every setting of every group, and each parameter's state, also through a file."""
+    make, settings = SETTINGS[name]
+    problem = Problem()
+    groups = optim.decay_groups(problem.model.named_parameters(), 0.0)
+    groups[0].update(settings)  # the first group takes every setting; the second keeps the defaults
+    opt = make(groups)
+    for _ in range(2):
+        problem.set_grads()
+        opt.step()
+    saved = opt.state_dict()
+    assert [g["params"] for g in saved["param_groups"]] == [[0], [1, 2, 3]] and sorted(saved["state"]) == [0, 1, 2, 3]
+    mg.save(tmp_path / "opt.npz", {"optimizer": saved})
+    for source in (saved, mg.load(tmp_path / "opt.npz")["optimizer"]):
+        other = make(optim.decay_groups(problem.model.named_parameters(), 0.0))  # defaults everywhere
+        other.load_state_dict(source)
+        assert [{k: v for k, v in g.items() if k != "params"} for g in other.param_groups] == \
+               [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
+        assert isinstance(other.param_groups[0].get("betas", ()), tuple)
+        for p in problem.model.parameters():
+            assert other.state[p].keys() == opt.state[p].keys()
+            for key, value in opt.state[p].items():
+                np.testing.assert_array_equal(other.state[p][key], value)
+                assert key == "step" or value is None or other.state[p][key] is not value  # copies: each steps alone
+
+
+SGD_VARIANTS = {
+    "plain": {"lr": 0.1}, "momentum": {"lr": 0.1, "momentum": 0.9},
+    "dampening": {"lr": 0.1, "momentum": 0.9, "dampening": 0.3},
+    "nesterov": {"lr": 0.1, "momentum": 0.9, "nesterov": True},
+    "weight decay": {"lr": 0.1, "momentum": 0.5, "weight_decay": 0.05},
+    "maximize": {"lr": 0.1, "momentum": 0.9, "maximize": True, "weight_decay": 0.01},
+}
+ADAMW_VARIANTS = {
+    "amsgrad": {"lr": 0.05, "amsgrad": True}, "maximize": {"lr": 0.05, "maximize": True},
+    "amsgrad maximize": {"lr": 0.05, "amsgrad": True, "maximize": True, "betas": (0.5, 0.6), "weight_decay": 0.2},
+}
+
+
+@pytest.mark.parametrize("name", [*(f"SGD {n}" for n in SGD_VARIANTS), *(f"AdamW {n}" for n in ADAMW_VARIANTS),
+                                  *(f"AdamW fused {n}" for n in ADAMW_VARIANTS)])
+def test_every_option_matches_torch_optim(name):
+    """nesterov and amsgrad were accepted and ignored; each option now does what torch's does."""
+    kind, variant = name.split(" ", 1)
+    fused = variant.startswith("fused ")
+    settings = SGD_VARIANTS[variant] if kind == "SGD" else ADAMW_VARIANTS[variant.removeprefix("fused ")]
+    problem = Problem()
+    named = list(problem.model.named_parameters())
+    torch, theirs = torch_twin([p for _, p in named])
+    opt = optim.SGD([p for _, p in named], **settings) if kind == "SGD" else \
+        optim.AdamW([p for _, p in named], **settings, fused=fused)
+    topt = (torch.optim.SGD if kind == "SGD" else torch.optim.AdamW)(theirs, **settings)
+    for t in range(STEPS):
+        problem.set_grads()
+        for (n, _), q in zip(named, theirs, strict=True):
+            q.grad = torch.from_numpy(problem.grad(n, q.detach().numpy()))
+        opt.step()
+        topt.step()
+        for (n, p), q in zip(named, theirs, strict=True):
+            np.testing.assert_allclose(p.numpy(), q.detach().numpy(), rtol=1e-12, atol=1e-14, err_msg=f"{t}, {n}")
+
+
+# ---- what an optimizer accepts ----
+
+@pytest.mark.parametrize("make, error, message", [
+    (lambda ps: optim.SGD(ps, momentum=-0.5), ValueError, "invalid momentum -0.5"),
+    (lambda ps: optim.SGD(ps, lr=-1), ValueError, "invalid lr -1"),
+    (lambda ps: optim.SGD(ps, lr=math.nan), ValueError, "invalid lr nan"),
+    (lambda ps: optim.SGD(ps, weight_decay=-1), ValueError, "invalid weight_decay -1"),
+    (lambda ps: optim.SGD(ps, nesterov=True), ValueError, "Nesterov momentum needs momentum > 0 and dampening 0"),
+    (lambda ps: optim.SGD(ps, momentum=0.9, dampening=0.1, nesterov=True), ValueError, "dampening 0.1"),
+    (lambda ps: optim.SGD(ps, nesterov=1), TypeError, "nesterov must be True or False"),
+    (lambda ps: optim.SGD(ps, lr="0.1"), TypeError, "lr must be a number, got str"),
+    (lambda ps: optim.SGD(ps, nesterov_momentum=True), TypeError, "unexpected keyword argument 'nesterov_momentum'"),
+    (lambda ps: optim.AdamW(ps, weight_decy=0.5), TypeError, "unexpected keyword argument 'weight_decy'"),
+    (lambda ps: optim.AdamW(ps, betas=(1.0, 0)), ValueError, r"invalid betas\[0\] 1.0: it must be a finite number in "
+                                                             r"\[0.0, 1.0\)"),
+    (lambda ps: optim.AdamW(ps, betas=(0.9, -0.1)), ValueError, r"invalid betas\[1\] -0.1"),
+    (lambda ps: optim.AdamW(ps, betas=0.9), TypeError, "betas must be a pair of numbers"),
+    (lambda ps: optim.AdamW(ps, eps=-1e-8), ValueError, "invalid eps"),
+    (lambda ps: optim.AdamW(ps, amsgrad="yes"), TypeError, "amsgrad must be True or False"),
+    (lambda ps: optim.AdamW(ps, fused=None), TypeError, "fused must be True or False"),
+    (lambda ps: optim.AdamW([{"params": ps, "weight_decy": 0.5}]), ValueError,
+     r"param group 0: unknown setting\(s\) \['weight_decy'\]; AdamW has amsgrad, betas, eps, lr, maximize, "
+     "weight_decay"),
+    (lambda ps: optim.SGD([{"params": ps, "lr": -0.1}], lr=0.1), ValueError, "param group 0: invalid lr -0.1"),
+    (lambda ps: optim.SGD([{"lr": 0.1}]), ValueError, "a param group needs its 'params'"),
+], ids=["negative momentum", "negative lr", "nan lr", "negative weight decay", "nesterov without momentum",
+        "nesterov with dampening", "flag not a bool", "lr a string", "unknown option", "misspelt option",
+        "beta 1.0", "negative beta", "betas a number", "negative eps", "amsgrad a string", "fused None",
+        "unknown group setting", "bad group setting", "group without params"])
+def test_unknown_options_and_invalid_values_are_refused(make, error, message):
+    params = [mg.tensor([1.0, 2.0], requires_grad=True)]
+    with pytest.raises(error, match=message):
+        make(params)
+
+
+def test_a_parameter_listed_twice_is_refused_in_one_group_or_two():
+    """It was updated twice a step."""
+    p, q = (mg.tensor([1.0], requires_grad=True) for _ in range(2))
+    with pytest.raises(ValueError, match=r"param group 0: a parameter of shape \(1,\) is listed twice in this group"):
+        optim.SGD([p, q, p], lr=0.1)
+    with pytest.raises(ValueError, match="param group 1: a parameter of shape .* is listed in group 0 too"):
+        optim.AdamW([{"params": [p]}, {"params": [q, p], "lr": 0.1}])
+    opt = optim.SGD([p], lr=0.1)
+    with pytest.raises(ValueError, match="listed in group 0 too"):
+        opt.add_param_group({"params": p})
+
+
+def test_a_parameter_added_to_a_group_later_is_updated_or_refused():
+    """param_groups[0]["params"].append(p) raised `generator raised StopIteration`."""
+    p, q = (mg.tensor([1.0, 2.0], requires_grad=True) for _ in range(2))
+    opt = optim.AdamW([p], lr=0.1, weight_decay=0.0)
+    p.grad = np.ones(2, dtype=np.float32)
+    opt.step()
+    opt.param_groups[0]["params"].append(q)
+    p.grad = q.grad = np.ones(2, dtype=np.float32)
+    opt.step()
+    assert opt.state[p]["step"] == 2 and opt.state[q]["step"] == 1
+    np.testing.assert_allclose(q.numpy(), [0.9, 1.9], rtol=1e-5)  # AdamW's first step: lr * sign(g)
+    opt.param_groups[0]["params"].append(p)
+    with pytest.raises(ValueError, match=r"AdamW.step: a parameter of shape \(2,\) is listed twice in param_groups"):
+        opt.step()
+    opt.param_groups[0]["params"][-1] = "not a tensor"
+    with pytest.raises(TypeError, match="AdamW.step: expected tensors, got str"):
+        opt.step()
+    opt.param_groups[0]["params"].pop()
+    opt.add_param_group({"params": [mg.tensor([0.0], requires_grad=True)], "lr": 0.5})
+    assert opt.param_groups[1]["lr"] == 0.5 and opt.param_groups[1]["betas"] == (0.9, 0.999)
+
+
+def test_any_leaf_tensor_is_accepted_as_torch_accepts_it():
+    x = mg.tensor([1.0, 2.0], requires_grad=True)
+    for params in ([x], [{"params": x}], [{"params": [x]}], (t for t in [x])):
+        opt = optim.SGD(params, lr=0.5)
+        x.grad = np.ones(2, dtype=np.float32)
+        opt.step()
+    np.testing.assert_array_equal(x.numpy(), [-1.0, 0.0])
+    with pytest.raises(TypeError, match=r"params must be a list .* got Tensor of shape \(2,\); pass \[p\]"):
+        optim.SGD(x)  # a tensor would iterate its rows
+    with pytest.raises(TypeError, match="not a set, whose order changes"):
+        optim.SGD([{"params": {x}}])
+    with pytest.raises(TypeError, match="params must be a list"):
+        optim.SGD({x})
+    with pytest.raises(ValueError, match="cannot optimize a tensor computed by mul"):
+        optim.SGD([x * 2])
+    with pytest.raises(TypeError, match="cannot optimize a tensor of dtype int64"):
+        optim.SGD([mg.tensor([1, 2])])
+
+
+def test_zero_grad_can_keep_the_arrays():
+    p = mg.tensor([1.0, 2.0], requires_grad=True)
+    opt = optim.SGD([p])
+    p.grad = np.ones(2, dtype=np.float32)
+    kept = p.grad
+    opt.zero_grad(set_to_none=False)
+    assert p.grad is kept and not p.grad.any()
+    opt.zero_grad()
+    assert p.grad is None
+
+
+# ---- clip_grad_norm_ ----
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, math.inf])
+def test_clip_grad_norm_of_one_tensor_or_many_matches_torch(norm_type):
+    """clip_grad_norm_(param, 1.0) iterated the rows of one tensor: it returned 0.0 and clipped nothing."""
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    rng = np.random.default_rng(0)
+    grads = [rng.standard_normal((3, 4)) * 3, rng.standard_normal(5)]
+    for group in ([0], [0, 1]):
+        mine = [mg.tensor(np.zeros(grads[i].shape), requires_grad=True) for i in group]
+        theirs = [torch.zeros(grads[i].shape, dtype=torch.float64, requires_grad=True) for i in group]
+        for i, p, q in zip(group, mine, theirs, strict=True):
+            p.grad, q.grad = grads[i].copy(), torch.tensor(grads[i])
+        args = (mine[0], theirs[0]) if len(group) == 1 else (mine, theirs)  # a tensor itself, or a list
+        norm = optim.clip_grad_norm_(args[0], 1.0, norm_type=norm_type)
+        tnorm = torch.nn.utils.clip_grad_norm_(args[1], 1.0, norm_type=norm_type)
+        assert norm == pytest.approx(tnorm.item(), rel=1e-12) and norm > 1.0
+        for p, q in zip(mine, theirs, strict=True):
+            np.testing.assert_allclose(p.grad, q.grad.numpy(), rtol=1e-12)
+
+
+def test_clip_grad_norm_refuses_what_has_no_meaning():
+    p = mg.tensor([1.0], requires_grad=True)
+    p.grad = np.array([np.inf], dtype=np.float32)
+    with pytest.raises(RuntimeError, match="the total norm of order 2.0 of the gradients is inf"):
+        optim.clip_grad_norm_(p, 1.0, error_if_nonfinite=True)
+    assert optim.clip_grad_norm_(p, 1.0) == math.inf and p.grad[0] == np.inf  # left as it was
+    with pytest.raises(ValueError, match="max_norm must be a number >= 0, got -1"):
+        optim.clip_grad_norm_(p, -1)
+    with pytest.raises(ValueError, match="norm_type must be >= 1 or inf, got 0.5"):
+        optim.clip_grad_norm_(p, 1.0, norm_type=0.5)
