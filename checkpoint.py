@@ -17,8 +17,10 @@ from settings import CHECKPOINT, DEFAULTS, RunFailed, UsageError, build_model, b
 from tasks import Task, TextTask
 from tokenizer import CharTokenizer, from_state
 
-FORMAT = 3  # 3: the text task's tokenizer, the best held-out estimate, and the settings of grad_accum, beta2, ...
-# 2: without those; each attention's W_Q, W_K, W_V as q_proj, k_proj, v_proj. 1 (no "format" entry): one matrix, qkv
+FORMAT = 4  # 4: the optimizer's state per parameter, as its state_dict() gives it (PyTorch's layout); 3 and before:
+# by position, with one step for all. 3: the text task's tokenizer, the best held-out estimate, and the settings of
+# grad_accum, beta2, ...; 2: without those; each attention's W_Q, W_K, W_V as q_proj, k_proj, v_proj. 1 (no "format"
+# entry): one matrix, qkv
 NEW_IN_3 = ("tokenizer", "vocab_size", "bias", "gelu", "grad_accum", "min_lr", "beta2", "eval_iters", "always_save")
 
 
@@ -48,7 +50,7 @@ def load_checkpoint(out: str) -> dict[str, Any]:
     except ValueError as err:
         raise UsageError(str(err)) from None
     version = ckpt.setdefault("format", 1)
-    if version not in range(1, FORMAT + 1):
+    if version not in range(1, FORMAT + 1) or isinstance(version, bool):
         raise UsageError(f"{path} has checkpoint format {version!r}; this train.py reads formats 1 to {FORMAT} "
                          "(was it written by a newer minigrad?)")
     kinds = {"model": dict, "optim": dict, "step": int, "settings": dict, "vocab": list, "rng": dict}
@@ -124,7 +126,8 @@ def _split_qkv_weights(state: dict[str, Any]) -> None:
 
 def _split_qkv_buffers(saved: dict[str, Any], model: nn.Module, opt: Optimizer) -> dict[str, Any]:
     """Format 1 to 2 for the optimizer: a qkv parameter's buffers, one entry then, become three, those of q_proj,
-    k_proj and v_proj, which sit where qkv sat in the optimizer's order."""
+    k_proj and v_proj, which sit where qkv sat in the optimizer's order (then formats 2 and 3 to 4:
+    _per_parameter_state)."""
     names = {id(p): name for name, p in model.named_parameters()}
     params, buffers, old = list(opt.parameters()), {}, 0
     i = 0
@@ -141,6 +144,21 @@ def _split_qkv_buffers(saved: dict[str, Any], model: nn.Module, opt: Optimizer) 
     return {**saved, "buffers": buffers}
 
 
+def _per_parameter_state(saved: dict[str, Any], opt: Optimizer) -> dict[str, Any]:
+    """Formats 1 to 3 to 4 for the optimizer: {"step", "lr": one per group, "buffers": {"i": {"m", "v"}}}, one step
+    for every parameter, as AdamW's state_dict() now gives it: each parameter's own step (the old shared one),
+    exp_avg, exp_avg_sq, and each group's settings: lr as saved, the rest (not saved then) as this run's optimizer
+    has them."""
+    groups, first = [], 0
+    for group, lr in zip(opt.param_groups, saved["lr"], strict=True):
+        settings = {k: v for k, v in group.items() if k != "params"}
+        groups.append({**settings, "lr": lr, "params": list(range(first, first + len(group["params"])))})
+        first += len(group["params"])
+    state = {int(i): {"step": saved["step"], "exp_avg": buffers["m"], "exp_avg_sq": buffers["v"]}
+             for i, buffers in saved["buffers"].items()}
+    return {"state": state, "param_groups": groups}
+
+
 def load_weights(model: nn.Module, ckpt: dict[str, Any]) -> None:
     try:
         model.load_state_dict(ckpt["model"])
@@ -154,7 +172,7 @@ def resume_training(ckpt: dict[str, Any], model: nn.Module, opt: Optimizer, data
     load_weights(model, ckpt)
     try:
         saved = _split_qkv_buffers(ckpt["optim"], model, opt) if ckpt["format"] == 1 else ckpt["optim"]
-        opt.load_state_dict(saved)
+        opt.load_state_dict(saved if ckpt["format"] == FORMAT else _per_parameter_state(saved, opt))
         data_rng.bit_generator.state = ckpt["rng"]["data"]
         backend.generator("cpu").bit_generator.state = ckpt["rng"]["cpu"]
     except (ValueError, TypeError, KeyError, AttributeError) as err:

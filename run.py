@@ -10,6 +10,7 @@ import math
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -245,9 +246,17 @@ def show_samples(model: nn.Module, task: Task, tokens: np.ndarray, n: int) -> No
 
 # ---- setting a run up ----
 
+class ReportedByRankZero(Exception):
+    """A failure of the argument checks that rank 0 reports for every rank (see agree): the others exit quietly."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
 def train(args: argparse.Namespace, loop: Callable[[Run], int]) -> int:
-    """python train.py, or one rank of `mpiexec -n N python train.py --dist mpi`. Rank 0 speaks for all: the
-    other ranks print nothing, and leave to it the errors that every rank meets alike."""
+    """python train.py, or one rank of `mpiexec -n N python train.py --dist mpi`. Rank 0 speaks for all: the other
+    ranks print nothing but an error of their own once training has begun, named by rank, before the job ends."""
     runtime.keep_large_blocks_in_heap()  # a process-wide allocator setting: no code path (docs/performance.md)
     world = join_world(args)
     if world.rank == 0:
@@ -255,7 +264,10 @@ def train(args: argparse.Namespace, loop: Callable[[Run], int]) -> int:
     sys.stdout = open(os.devnull, "w")  # for as long as this process lives
     try:
         return train_rank(args, world, loop)
-    except (UsageError, RunFailed) as err:
+    except ReportedByRankZero as failed:
+        return failed.code
+    except (UsageError, RunFailed) as err:  # its own, which rank 0 may never hear of: said here, then the job ends
+        print(f"train.py: error: rank {world.rank}: {err}", file=sys.stderr, flush=True)
         return 2 if isinstance(err, UsageError) else 1
 
 
@@ -273,8 +285,9 @@ def join_world(args: argparse.Namespace) -> distributed.World:
     return world
 
 
-def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callable[[Run], int]) -> int:
-    """Check every argument before any work, build (or resume) the run, and hand it to the loop."""
+def check_run(args: argparse.Namespace, world: distributed.World) -> tuple[Any, dict[str, Any], Task, Any]:
+    """Every argument checked, on each rank, before any work: the checkpoint to resume (or None), the settings,
+    the task and the model's config."""
     if args.samples < 0:
         raise UsageError(f"--samples must be 0 or more, got {args.samples}")
     if os.path.exists(args.out) and not os.path.isdir(args.out):
@@ -292,6 +305,34 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
         raise UsageError(f"--batch-size {settings['batch_size']} x --grad-accum {settings['grad_accum']} = {per_step} "
                          f"sequences per step do not split evenly over {world.size} ranks; make --grad-accum (as "
                          f"nanoGPT asks) or --batch-size a multiple of {world.size}")
+    return ckpt, settings, task, config
+
+
+def agree(world: distributed.World, failure: Exception | None) -> None:
+    """Every rank learns, in one small all-gather, whether any rank failed its checks (a memory check, a file only
+    one of them cannot read), and all stop alike: rank 0 raises its own failure or the first failing rank's, named,
+    which run_cli reports once; the other ranks exit quietly (an unforeseen error shows its traceback)."""
+    said = str(failure) if isinstance(failure, (UsageError, RunFailed)) else f"{type(failure).__name__}: {failure}"
+    failures = world.all_gather(None if failure is None else (isinstance(failure, UsageError), said))
+    first = next((rank for rank, f in enumerate(failures) if f is not None), None)
+    if first is None:
+        return
+    if failure is not None and (world.rank == 0 or not isinstance(failure, (UsageError, RunFailed))):
+        raise failure  # rank 0 reports its own; on another rank an unforeseen error shows its traceback
+    if world.rank == 0:
+        usage, message = failures[first]
+        raise (UsageError if usage else RunFailed)(f"rank {first}: {message}")
+    raise ReportedByRankZero(2 if failures[first][0] else 1)
+
+
+def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callable[[Run], int]) -> int:
+    """Check every argument before any work (all ranks agreeing), build (or resume) the run, and hand it to the loop."""
+    try:
+        ckpt, settings, task, config = check_run(args, world)
+        failure = None
+    except Exception as err:  # whatever it is, every rank must hear of it before any waits for another
+        failure = err
+    agree(world, failure)
 
     # from here on the ranks talk to each other: one that fails must not leave the others waiting
     with world.failing_together(), writing_into(args.out) if world.rank == 0 else nullcontext():
@@ -305,11 +346,11 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
             print(f"resumed from {path} at step {step}" + (
                 f"; --steps {settings['steps']} is already reached" if step >= settings["steps"] else ""))
         elif world.rank == 0 and os.path.exists(path):
-            os.replace(path, path.replace(".npz", "-previous.npz"))
-            print(f"note: the earlier {path} was kept as {CHECKPOINT.replace('.npz', '-previous.npz')}")
+            print(f"note: the earlier {path} was kept as {keep_earlier(path)} (docs/checkpoints.md)")
         world.broadcast([p.data for p in model.parameters()])  # every rank starts from rank 0's weights
         if world.rank:
             mg.manual_seed(settings["seed"] + world.rank)  # but draws dropout masks of its own
+        per_step = settings["batch_size"] * settings["grad_accum"]  # sequences per optimizer step, split evenly
         per_rank = per_step // world.size
         print(f"task {task.name}: {TASKS[task.name]}" + (
             f"; {task.tokenizer.kind} tokenizer, {len(task.vocab)} tokens; context {task.seq_len - 1} tokens"
@@ -333,6 +374,21 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
         finally:
             bar.close()
             stop.restore()
+
+
+def keep_earlier(path: str) -> str:
+    """Move an earlier run's checkpoint out of a fresh run's way, to a name dated by when it was written
+    (ckpt-2025-01-31-142501.npz; -2, -3, ... for two written in one second), never over another file: a fresh
+    run destroys no checkpoint. Returns the new name. Safe from other runs under the --out lock."""
+    folder, name = os.path.split(path)
+    stem, ext = os.path.splitext(name)
+    dated = f"{stem}-{time.strftime('%Y-%m-%d-%H%M%S', time.localtime(os.path.getmtime(path)))}"
+    kept, n = dated + ext, 1
+    while os.path.exists(os.path.join(folder, kept)):
+        n += 1
+        kept = f"{dated}-{n}{ext}"
+    os.replace(path, os.path.join(folder, kept))
+    return kept
 
 
 @contextmanager

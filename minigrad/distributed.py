@@ -39,6 +39,10 @@ class World:
         """Overwrite each array, on every rank, with rank 0's (in place)."""
         self._each(arrays, self._mpi_broadcast, self._nccl_broadcast)
 
+    def all_gather(self, value: Any) -> list[Any]:
+        """Every rank's `value` (a small Python object), in rank order, on every rank."""
+        return [value] if self.comm is None else self.comm.allgather(value)
+
     def barrier(self) -> None:
         """Return once every rank has called barrier()."""
         if self.comm is not None:

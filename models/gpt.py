@@ -139,9 +139,7 @@ class DecoderModel(nn.Module):
         cache each new token runs one position; past block_size tokens the window slides and every step recomputes.
         Stops early once every row's newest token is stop_token; on_token(idx so far) follows each step (streaming)."""
         idx = backend.to_numpy(_token_array(idx, type(self).__name__))
-        if temperature < 0 or max_new_tokens < 0:
-            raise ValueError(f"generate: need temperature >= 0 and max_new_tokens >= 0, got {temperature}, "
-                             f"{max_new_tokens}")
+        _check_sampling(max_new_tokens, temperature, top_k)
         caches = None
         for _ in range(max_new_tokens):
             if not use_cache or idx.shape[1] > self.config.block_size:
@@ -168,17 +166,39 @@ def _token_array(idx: Any, name: str) -> Any:
     return data
 
 
+def _check_sampling(max_new_tokens: Any, temperature: Any, top_k: Any) -> None:
+    """Refuse what generate cannot sample with, naming it: the library checks, not only the command line."""
+    def is_int(v: Any) -> bool:
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+    if not is_int(max_new_tokens) or max_new_tokens < 0:
+        raise ValueError(f"generate: max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.integer, np.floating)) \
+            or not (math.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"generate: temperature must be a finite number >= 0 (0: the likeliest token), got "
+                         f"{temperature!r}")
+    if top_k is not None and (not is_int(top_k) or top_k < 1):
+        raise ValueError(f"generate: top_k must be an integer >= 1 (1: the likeliest token) or None (all), got "
+                         f"{top_k!r}")
+
+
 def _sample(logits: np.ndarray, temperature: float, top_k: int | None) -> np.ndarray:
-    """One token per row of logits (B, vocab), as a (B, 1) array."""
+    """One token per row of logits (B, vocab), as a (B, 1) array. A row whose logits / temperature overflow (a
+    temperature as small as 1e-320) is as greedy as temperature 0, the limit it stands for."""
+    if np.isnan(logits).any():
+        raise ValueError("generate: the model gave NaN logits (are its weights finite?)")
     if temperature == 0:
         return logits.argmax(axis=-1, keepdims=True)
-    logits = logits.astype(np.float64) / temperature
+    with np.errstate(over="ignore"):
+        scaled = logits.astype(np.float64) / temperature
+    greedy = (np.isinf(scaled) & np.isfinite(logits)).any(axis=-1)  # (B,): rows that overflowed
     if top_k is not None:
-        kth = np.sort(logits, axis=-1)[:, -min(top_k, logits.shape[-1]), None]
-        logits = np.where(logits < kth, -np.inf, logits)
-    probs = stable_softmax(logits, axis=-1)
+        kth = np.sort(scaled, axis=-1)[:, -min(top_k, scaled.shape[-1]), None]
+        scaled = np.where(scaled < kth, -np.inf, scaled)
+    probs = stable_softmax(np.where(greedy[:, None], 0.0, scaled), axis=-1)  # a greedy row draws nothing
     rng = backend.generator("cpu")
-    return np.array([[rng.choice(len(p), p=p)] for p in probs])
+    return np.array([[row.argmax() if g else rng.choice(len(p), p=p)]
+                     for row, p, g in zip(logits, probs, greedy, strict=True)])
 
 
 class GPT(DecoderModel):

@@ -146,8 +146,34 @@ def test_sampling_with_top_k_1_is_greedy_and_seeded_sampling_repeats():
     first = model.generate(prompt, 6, temperature=2.0)
     mg.manual_seed(3)
     np.testing.assert_array_equal(model.generate(prompt, 6, temperature=2.0), first)
-    with pytest.raises(ValueError, match="temperature >= 0"):
+    with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
         model.generate(prompt, 1, temperature=-1.0)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"top_k": 0}, "top_k must be an integer >= 1"), ({"top_k": -1}, "top_k must be an integer >= 1"),
+    ({"top_k": 2.5}, "top_k must be an integer"), ({"top_k": True}, "top_k must be an integer"),
+    ({"temperature": float("nan")}, "temperature must be a finite number"),
+    ({"temperature": float("inf")}, "temperature must be a finite number"),
+    ({"temperature": "hot"}, "temperature must be a finite number"),
+    ({"max_new_tokens": 2.0}, "max_new_tokens must be an integer"),
+], ids=["top_k 0", "top_k -1", "top_k float", "top_k bool", "nan", "inf", "string", "float count"])
+def test_generate_refuses_what_it_cannot_sample_with(options, message):
+    """The library checks, not only train.py sample: top_k=0 ran as top_k=1, NaN reached NumPy's 'probabilities
+    contain NaN'."""
+    model = tiny_gpt().eval()
+    with pytest.raises(ValueError, match=message):
+        model.generate(tokens((1, 2)), **{"max_new_tokens": 2, **options})
+
+
+def test_a_temperature_too_small_to_divide_by_is_greedy():
+    """logits / 1e-320 overflows (it raised): such a temperature stands for the limit 0, the likeliest token."""
+    model = scramble(tiny_gpt().eval(), std=1.0)
+    prompt = tokens((2, 3))
+    greedy = model.generate(prompt, 5, temperature=0)
+    for tiny in (1e-320, 5e-324, 1e-300):
+        with np.errstate(over="raise", invalid="raise", divide="raise"):  # nor a warning (underflow is exact 0)
+            np.testing.assert_array_equal(model.generate(prompt, 5, temperature=tiny), greedy)
 
 
 def test_attention_with_cache_matches_full_sequence(device):

@@ -125,9 +125,25 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path, capsys, monkeypatc
         assert resumed[key] == whole[key], key
 
 
+def as_format_3(path: Path) -> None:
+    """Rewrite a checkpoint as minigrad wrote it before format 4: the optimizer's state by position, {"step": one step
+    for all, "lr": each group's, "buffers": {"0": {"m": exp_avg, "v": exp_avg_sq}, ...}}, no other group setting."""
+    ckpt = mg.load(path)
+    assert ckpt["format"] == 4
+    optim_state = ckpt["optim"]
+    steps = {s["step"] for s in optim_state["state"].values()}
+    assert len(steps) == 1  # every parameter had a gradient at every step, as in train.py: one step for all
+    ckpt["format"] = 3
+    ckpt["optim"] = {"step": steps.pop(), "lr": [g["lr"] for g in optim_state["param_groups"]],
+                     "buffers": {str(i): {"m": s["exp_avg"], "v": s["exp_avg_sq"]}
+                                 for i, s in sorted(optim_state["state"].items())}}
+    mg.save(path, ckpt)
+
+
 def as_format_1(path: Path) -> None:
     """Rewrite a checkpoint as minigrad wrote it before format 2: no "format" entry, and each attention's W_Q, W_K,
     W_V as one (3C, C) matrix qkv, in the model and in the optimizer's buffers (which sat where q_proj sat)."""
+    as_format_3(path)
     ckpt = mg.load(path)
     del ckpt["format"]
     model = ckpt["model"]
@@ -173,6 +189,7 @@ def test_a_checkpoint_of_format_1_resumes_and_explains_as_it_would_have(tmp_path
 def as_format_2(path: Path) -> None:
     """Rewrite a checkpoint as minigrad wrote it in format 2: without the tokenizer, the best estimate and the settings
     added in format 3; the text task's block size unset (its windows were then always 32 characters)."""
+    as_format_3(path)
     ckpt = mg.load(path)
     ckpt["format"] = 2
     del ckpt["tokenizer"], ckpt["best_val"]
@@ -209,13 +226,54 @@ def test_a_checkpoint_of_format_2_resumes_and_samples_as_it_would_have(tmp_path,
     assert run_main(capsys, "sample", "--out", str(tmp_path / "old"), "--max-new-tokens", "8")[1] == out
 
 
+def test_a_checkpoint_of_format_3_resumes_as_it_would_have(tmp_path, capsys):
+    """Format 3 kept one step for all parameters and only each group's lr: each parameter takes that step, each
+    group the other settings of the optimizer train.py builds, and the run goes on as if never stopped."""
+    common = ["--task", "sort", "--steps", "12", "--warmup", "12", "--checkpoint-interval", "6", *SMALL]
+    code, out, _ = run_main(capsys, *common, "--out", str(tmp_path / "whole"))
+    assert code == 0
+    whole = final_line(out)
+    assert run_main(capsys, *common, "--steps", "6", "--out", str(tmp_path / "old"))[0] == 0
+    as_format_3(tmp_path / "old" / CHECKPOINT)
+    assert set(mg.load(tmp_path / "old" / CHECKPOINT)["optim"]) == {"step", "lr", "buffers"}
+    code, out, _ = run_main(capsys, "--resume", "--steps", "12", "--out", str(tmp_path / "old"))
+    assert code == 0
+    resumed = final_line(out)
+    for key in ("train_loss", "val_loss", "val_acc"):
+        assert resumed[key] == whole[key], key
+    ckpt = mg.load(tmp_path / "old" / CHECKPOINT)  # written again by the resumed run: format 4 now
+    assert ckpt["format"] == 4 and {s["step"] for s in ckpt["optim"]["state"].values()} == {12}
+    assert [g["betas"] for g in ckpt["optim"]["param_groups"]] == [[0.9, 0.95]] * 2
+
+
+def test_fresh_runs_into_one_out_keep_every_earlier_checkpoint(tmp_path, capsys):
+    """Three fresh runs into one --out left no trace of the first run's checkpoint (each moved the last one to
+    ckpt-previous.npz, over the one before). Each earlier checkpoint is kept, under the date it was written."""
+    written = []
+    for seed in ("1", "2", "3"):
+        code, out, _ = run_main(capsys, "--task", "sort", "--steps", "1", "--seed", seed, *SMALL, "--out",
+                                str(tmp_path))
+        assert code == 0
+        written.append(mg.load(tmp_path / CHECKPOINT)["model"]["wte.weight"])
+        if seed != "1":
+            [kept] = re.findall(r"note: the earlier \S+ was kept as (ckpt-[\d-]+\.npz)", out)
+            np.testing.assert_array_equal(mg.load(tmp_path / kept)["model"]["wte.weight"], written[-2])
+    names = sorted(p.name for p in tmp_path.glob("ckpt*.npz"))
+    assert len(names) == 3 and CHECKPOINT in names
+    kept = sorted((tmp_path / n for n in names if n != CHECKPOINT), key=os.path.getmtime)
+    for path, weights in zip([*kept, tmp_path / CHECKPOINT], written, strict=True):
+        np.testing.assert_array_equal(mg.load(path)["model"]["wte.weight"], weights)
+    assert run_main(capsys, "--resume", "--steps", "2", "--out", str(tmp_path))[0] == 0  # resume: nothing moved
+    assert sorted(p.name for p in tmp_path.glob("ckpt*.npz")) == names
+
+
 def test_a_checkpoint_of_a_newer_format_is_refused(tmp_path, capsys):
     assert run_main(capsys, "--task", "sort", "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
     ckpt = mg.load(tmp_path / CHECKPOINT)
     ckpt["format"] = 99
     mg.save(tmp_path / CHECKPOINT, ckpt)
     code, _, err = run_main(capsys, "--resume", "--out", str(tmp_path))
-    assert code == 2 and "has checkpoint format 99; this train.py reads formats 1 to 3" in err
+    assert code == 2 and "has checkpoint format 99; this train.py reads formats 1 to 4" in err
 
 
 def test_resume_refuses_a_different_model(tmp_path, capsys):

@@ -52,9 +52,11 @@ def assert_same_run(a: str, b: str) -> None:
     assert one["step"] == two["step"] and one["rng"]["data"] == two["rng"]["data"]
     for name, weight in one["model"].items():
         np.testing.assert_allclose(two["model"][name], weight, rtol=1e-12, atol=1e-14, err_msg=name)
-    for i, buffers in one["optim"]["buffers"].items():
-        for name, buffer in buffers.items():
-            np.testing.assert_allclose(two["optim"]["buffers"][i][name], buffer, rtol=1e-12, atol=1e-14)
+    assert one["optim"]["param_groups"] == two["optim"]["param_groups"]
+    for i, state in one["optim"]["state"].items():
+        assert state["step"] == two["optim"]["state"][i]["step"]
+        for name in ("exp_avg", "exp_avg_sq"):
+            np.testing.assert_allclose(two["optim"]["state"][i][name], state[name], rtol=1e-12, atol=1e-14)
 
 
 @needs_mpi
@@ -126,6 +128,42 @@ def test_two_ranks_resume_as_one_process_does(tmp_path, capsys):
     assert "resumed from" in result.stdout and result.stdout.count("final: ") == 1
     assert progress(result.stdout) == progress(alone)
     assert_same_run(str(tmp_path / "one"), str(tmp_path / "two"))
+
+
+def failing_rank(tmp_path: Path, when: str, rank: int) -> subprocess.CompletedProcess:
+    """The job of tests/failing_rank.py: rank `rank` alone fails `when` ("check", "work", "crash")."""
+    cmd = [MPIEXEC, "-n", "2", sys.executable, "-m", "tests.failing_rank", when, str(rank), *RUN, "--steps", "2",
+           "--out", str(tmp_path)]
+    try:
+        return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=90)
+    except subprocess.TimeoutExpired as hung:
+        raise AssertionError(f"the job hung: a rank waits for one that has gone ({hung.stderr!r:.400})") from None
+
+
+@needs_mpi
+@pytest.mark.parametrize("rank", [0, 1])
+def test_a_rank_that_fails_its_checks_ends_the_job_with_its_message_said_once(tmp_path, rank):
+    """A rank that failed its argument check exited while the other waited forever in a collective. Now the ranks
+    agree on their checks first: the job ends, rank 0 saying what the failing rank met, once."""
+    result = failing_rank(tmp_path, "check", rank)
+    assert result.returncode == 2
+    said = f"{'rank 1: ' if rank else ''}rank {rank}'s machine has no memory to spare"
+    assert result.stderr.strip().splitlines() == [f"train.py: error: {said}"]
+    assert not (tmp_path / CHECKPOINT).exists()
+
+
+@needs_mpi
+@pytest.mark.parametrize("when, rank", [("work", 1), ("work", 0), ("crash", 1)])
+def test_a_rank_that_fails_while_training_ends_the_whole_job_with_its_message(tmp_path, when, rank):
+    """Once training has begun, a failing rank says what happened, named, and ends the job (MPI_Abort), however the
+    other ranks wait; an unforeseen error shows its traceback."""
+    result = failing_rank(tmp_path, when, rank)
+    assert result.returncode != 0
+    if when == "crash":
+        assert "Traceback" in result.stderr and "RuntimeError: rank 1 lost its data" in result.stderr
+    else:
+        prefix = "rank 1: " if rank else ""
+        assert f"train.py: error: {prefix}rank {rank} lost its data" in result.stderr
 
 
 def run_and_signal(cmd: list[str], out_dir: Path, send: Callable[[subprocess.Popen], None]) -> tuple[str, str]:
