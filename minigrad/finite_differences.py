@@ -83,46 +83,40 @@ def gradcheck(fn: Callable[..., Tensor], *inputs: Any, eps: float = 1e-6, atol: 
             raise TypeError(f"gradcheck: input {i} is {t.dtype}; finite differences need float64 (use .to(mg.float64))")
     kept = [t.grad for _, t in checked]  # the callers' gradients: backward below would add to them
     try:
-        return _check(fn, inputs, checked, eps, atol, rtol, seed, raise_exception)
+        for _, t in checked:
+            t.grad = None
+        out = fn(*inputs)
+        if not isinstance(out, Tensor) or out.dtype != np.float64:
+            raise TypeError(f"gradcheck: fn must return a float64 Tensor, got {out!r:.80}")
+        upstream = backend.to_device(np.random.default_rng(seed).standard_normal(out.shape), out.device)
+        out.backward(upstream)
+        reports = [_compare(i, backend.to_numpy(t.grad) if t.grad is not None else np.zeros(t.shape),
+                            _numeric(fn, inputs, t, upstream, eps), atol, rtol) for i, t in checked]
     finally:
         for (_, t), grad in zip(checked, kept, strict=True):
             t.grad = grad
-
-
-def _check(fn: Callable[..., Tensor], inputs: tuple[Any, ...], checked: list[tuple[int, Tensor]], eps: float,
-           atol: float, rtol: float, seed: int, raise_exception: bool) -> GradcheckResult:
-    for _, t in checked:
-        t.grad = None
-    out = fn(*inputs)
-    if not isinstance(out, Tensor) or out.dtype != np.float64:
-        raise TypeError(f"gradcheck: fn must return a float64 Tensor, got {out!r:.80}")
-    upstream = backend.to_device(np.random.default_rng(seed).standard_normal(out.shape), out.device)
-    out.backward(upstream)
-
-    def contracted() -> float:
-        return float((fn(*inputs).data * upstream).sum())
-
-    reports = []
-    with no_grad():
-        for i, t in checked:
-            analytic = backend.to_numpy(t.grad) if t.grad is not None else np.zeros(t.shape)
-            numeric = np.zeros(t.shape)
-            for k in np.ndindex(*t.shape):  # an index per element, whatever the array's strides
-                original = t.data[k].item()
-                try:
-                    t.data[k] = original + eps
-                    plus = contracted()
-                    t.data[k] = original - eps
-                    minus = contracted()
-                finally:  # the element as it was, also when fn raises
-                    t.data[k] = original
-                numeric[k] = (plus - minus) / (2 * eps)
-            reports.append(_compare(i, analytic, numeric, atol, rtol))
-
     result = GradcheckResult(reports)
     if raise_exception and not result.passed:
         raise GradcheckError("gradient check failed:\n  " + "\n  ".join(result.failures()))
     return result
+
+
+def _numeric(fn: Callable[..., Tensor], inputs: tuple[Any, ...], t: Tensor, upstream: Any, eps: float) -> np.ndarray:
+    """d sum(fn(inputs) * upstream) / d t by central differences, one element of t at a time, each written back as
+    it was, also when fn raises; under no_grad."""
+    numeric = np.zeros(t.shape)
+    with no_grad():
+        for k in np.ndindex(*t.shape):  # an index per element, whatever the array's strides
+            original = t.data[k].item()
+            try:
+                t.data[k] = original + eps
+                plus = float((fn(*inputs).data * upstream).sum())
+                t.data[k] = original - eps
+                minus = float((fn(*inputs).data * upstream).sum())
+            finally:
+                t.data[k] = original
+            numeric[k] = (plus - minus) / (2 * eps)
+    return numeric
 
 
 def _compare(index: int, analytic: np.ndarray, numeric: np.ndarray, atol: float, rtol: float) -> InputReport:
