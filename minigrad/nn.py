@@ -147,12 +147,20 @@ class Module:
 
 # ---- layers ----
 
+def _check_sizes(layer: str, **sizes: Any) -> None:
+    """A layer's sizes are ints >= 0 (0 is an empty layer, as PyTorch allows)."""
+    for name, n in sizes.items():
+        if not hasattr(n, "__index__") or isinstance(n, bool) or n < 0:
+            raise ValueError(f"{layer}: {name} must be an int >= 0, got {n!r}")
+
+
 class Linear(Module):
     """y = x @ weight.T + bias, weight of shape (out_features, in_features)."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *, std: float = 0.02,
                  dtype: DType = np.float32, device: str = "cpu") -> None:
         super().__init__()
+        _check_sizes("Linear", in_features=in_features, out_features=out_features)
         self.weight = normal((out_features, in_features), std, dtype, device)
         self.bias = constant((out_features,), 0.0, dtype, device) if bias else None
 
@@ -166,6 +174,7 @@ class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, *, std: float = 0.02,
                  dtype: DType = np.float32, device: str = "cpu") -> None:
         super().__init__()
+        _check_sizes("Embedding", num_embeddings=num_embeddings, embedding_dim=embedding_dim)
         self.weight = normal((num_embeddings, embedding_dim), std, dtype, device)
 
     def forward(self, indices: Any) -> Tensor:

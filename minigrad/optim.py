@@ -36,7 +36,7 @@ class Optimizer:
         groups = list(params)
         if not groups:
             raise ValueError(f"{name}: got an empty list of parameters")
-        self.defaults = self.check(dict(defaults), f"{name}")
+        self.defaults = self.check(dict(defaults), name)
         self.state: dict[Tensor, dict[str, Any]] = {}
         self.param_groups: list[dict[str, Any]] = []
         for group in groups if isinstance(groups[0], dict) else [{"params": groups}]:

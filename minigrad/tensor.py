@@ -429,8 +429,8 @@ class Tensor:
     def abs_(self) -> Tensor: return self._write("abs_", elementwise.abs)
     def relu_(self) -> Tensor: return self._write("relu_", activations.relu)
     def clamp_(self, min=None, max=None) -> Tensor: return self._write("clamp_", elementwise.clamp, min, max)
-    def masked_fill_(self, mask, value) -> Tensor: return self._write("masked_fill_", elementwise.masked_fill, mask,
-                                                                     value)
+    def masked_fill_(self, mask, value) -> Tensor: return self._write("masked_fill_", elementwise.masked_fill,
+                                                                     mask, value)
     def fill_(self, value: Any) -> Tensor: return self._write("fill_", elementwise.filled, value)
     def zero_(self) -> Tensor: return self._write("zero_", elementwise.filled, 0)
     def copy_(self, src: Any) -> Tensor: return self._write("copy_", shapes.copied, src)

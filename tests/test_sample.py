@@ -55,6 +55,14 @@ def expected(out: Path, prompt: str, new: int, temperature: float, top_k: int | 
     return task.decode(tokens[0, len(ids):])
 
 
+def test_a_temperature_too_small_to_divide_by_samples_greedily(runs):
+    """--temperature 1e-320 printed a traceback (the division overflowed): it is the likeliest token each time."""
+    common = ["--out", str(runs["gpt"]), "--prompt", "我 吃 蘋果", "--max-new-tokens", "5"]
+    tiny, greedy = sample(*common, "--temperature", "1e-320"), sample(*common, "--top-k", "1")
+    assert tiny.returncode == greedy.returncode == 0 and tiny.stderr == "", tiny.stderr
+    assert tiny.stdout == greedy.stdout == expected(runs["gpt"], "我 吃 蘋果", 5, 0.0, None, 0) + "\n"
+
+
 @pytest.mark.parametrize("name, prompt", [("gpt", "我 吃 蘋果"), ("llama", "我 吃 蘋果"), ("text", "the c"),
                                           ("bpe", "貓坐")])
 def test_sample_prints_what_generate_gives(runs, name, prompt):

@@ -17,6 +17,7 @@ from minigrad import nn, optim
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: these cases compare with it")
 TF = torch.nn.functional
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's, on the inf and NaN fed here on purpose
 INF, NAN = math.inf, math.nan
 
 
@@ -266,6 +267,10 @@ def test_layernorm_of_a_tuple_shape_matches_torch():
         nn.Linear(2, 3, True, 0.5)  # std is keyword-only: torch's fourth argument is the device
     with pytest.raises(ValueError, match="normalized_shape must be a positive int or a tuple of them"):
         nn.LayerNorm(())
+    with pytest.raises(ValueError, match="Linear: in_features must be an int >= 0, got -1"):
+        nn.Linear(-1, 3)
+    with pytest.raises(ValueError, match="Embedding: embedding_dim must be an int >= 0, got 2.5"):
+        nn.Embedding(4, 2.5)
 
 
 def test_sgd_default_learning_rate_is_torchs():
