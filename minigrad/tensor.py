@@ -232,8 +232,9 @@ class Tensor:
 
     # -- what it is --
     def _set_data(self, value: Any) -> None:
-        """t.data = array: the tensor holds another array (of numbers, on a device); a write, so the version goes up."""
-        value = _array(value)
+        """t.data = array (or a tensor's array): the tensor holds another array of numbers; a write, so the version
+        goes up."""
+        value = value._data if isinstance(value, Tensor) else _array(value)
         if not backend.is_array(value) or value.dtype.kind not in "biuf":
             raise TypeError(f"data: expected a NumPy or CuPy array of numbers, got {type(value).__name__} "
                             f"{getattr(value, 'dtype', '')}")

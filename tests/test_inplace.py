@@ -81,7 +81,8 @@ def test_data_assignment_and_load_state_dict_count_as_writes():
         y.backward()
     t = mg.zeros(3)
     t.data = np.ones(3, dtype=np.float32)
-    assert t._version == 1
+    t.data = mg.full(3, 2.0)  # a tensor's array, as torch's x.data = y takes a tensor
+    assert t._version == 2 and t.numpy().tolist() == [2.0, 2.0, 2.0]
     with pytest.raises(TypeError, match="data: expected a NumPy or CuPy array of numbers, got list"):
         t.data = [1.0, 2.0]
 
