@@ -138,9 +138,10 @@ class Optimizer:
         return {"state": dict(sorted(state.items())), "param_groups": groups}
 
     def load_state_dict(self, saved: dict[str, Any]) -> None:
-        """Restore the state and every group's settings from what state_dict() gave (or mg.load gave back of it),
-        for the same parameters in the same groups. Everything is checked, and converted to each parameter's dtype
-        and device, before anything changes: a bad state is a ValueError that leaves the optimizer as it was."""
+        """Restore the state and every group's settings (and any other key a group holds) from what state_dict()
+        gave (or mg.load gave back of it), for the same parameters in the same groups. Everything is checked, and
+        converted to each parameter's dtype and device, before anything changes: a bad state is a ValueError that
+        leaves the optimizer as it was."""
         name = f"{type(self).__name__}.load_state_dict"
         if not isinstance(saved, dict) or not isinstance(saved.get("state"), dict) \
                 or not isinstance(saved.get("param_groups"), list):
@@ -159,11 +160,10 @@ class Optimizer:
                 raise ValueError(f"{where} holds {len(group['params'])} parameters, this optimizer's holds "
                                  f"{len(mine['params'])}")
             missing = sorted(set(self.defaults) - set(group))
-            unknown = sorted(set(group) - set(self.defaults) - {"params"})
-            if missing or unknown:
-                raise ValueError(f"{where}: settings missing {missing}, unknown {unknown}")
-            try:
-                groups.append(self.check({**{k: group[k] for k in self.defaults}, "params": mine["params"]}, where))
+            if missing:
+                raise ValueError(f"{where}: settings missing {missing}")
+            try:  # keys beyond the settings (one a scheduler added, such as initial_lr) are kept as saved
+                groups.append(self.check({**group, "params": mine["params"]}, where))
             except TypeError as err:  # a setting of the wrong type: this too is a bad state
                 raise ValueError(str(err)) from None
             for number, p in zip(group["params"], mine["params"], strict=True):

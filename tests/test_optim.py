@@ -448,6 +448,7 @@ def test_state_dict_round_trips_the_state_and_every_group_setting(tmp_path, name
     for _ in range(2):
         problem.set_grads()
         opt.step()
+    opt.param_groups[1]["initial_lr"] = 0.25  # a key of another's, as a learning-rate scheduler adds: kept too
     saved = opt.state_dict()
     assert [g["params"] for g in saved["param_groups"]] == [[0], [1, 2, 3]] and sorted(saved["state"]) == [0, 1, 2, 3]
     mg.save(tmp_path / "opt.npz", {"optimizer": saved})
