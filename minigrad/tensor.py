@@ -446,6 +446,8 @@ class Tensor:
         result's place in the graph, as does self's base if self is a view of one (see CopySlices)."""
         self._refresh_if_stale()
         view = self._view
+        if _modes.grad and view is not None and view.base.requires_grad and not self.requires_grad:
+            view.refresh(self)  # a view made under no_grad: its values come from the base, and so will its gradient
         if _modes.grad:
             leaf = self if view is None else view.base
             if leaf.requires_grad and leaf._ctx is None:

@@ -445,6 +445,25 @@ def test_a_write_into_the_base_reaches_an_older_view(view):
     np.testing.assert_allclose(root.grad, troot.grad.numpy(), rtol=1e-12)
 
 
+def test_a_view_made_under_no_grad_and_written_in_grad_mode_is_recorded_as_any_view():
+    """torch refuses this write; here the view's node is made from its base first, so the gradient is that of
+    x[0] *= w written in grad mode, not one that treats the view's old values as constants."""
+    rng = np.random.default_rng(14)
+    root, troot = both(rng.standard_normal((2, 3)), requires_grad=True)
+    w, tw = both(rng.standard_normal(3), requires_grad=True)
+    x, tx = root.clone(), troot.clone()
+    with mg.no_grad():
+        v = x[0]
+    assert not v.requires_grad
+    v.mul_(w)
+    tx[0].mul_(tw)  # the same write through a view made in grad mode
+    dout = rng.standard_normal((2, 3))
+    x.backward(dout)
+    tx.backward(torch.tensor(dout))
+    np.testing.assert_allclose(root.grad, troot.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(w.grad, tw.grad.numpy(), rtol=1e-12)
+
+
 def test_a_piece_of_split_cannot_be_written_in_place_where_a_gradient_is_recorded():
     """test_inplace_on_view_multiple_outputs: torch refuses it too; under no_grad the write goes through."""
     x = mg.ones(4, requires_grad=True).clone()
