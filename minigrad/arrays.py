@@ -141,12 +141,6 @@ def int_tuple(op: str, args: tuple) -> tuple[int, ...]:
 
 # ---- array formulas several ops share ----
 
-def future_positions(xp: Any, T: int, T_k: int) -> Array:
-    """(T, T_k) booleans, True where key j lies in the future of query i; the T queries are the last T of the
-    T_k positions (T_k > T when a key/value cache holds the earlier ones), so query i sits at i + T_k - T."""
-    return xp.triu(xp.ones((T, T_k), dtype=bool), k=T_k - T + 1)
-
-
 def unbroadcast(dx: Array, shape: tuple[int, ...]) -> Array:
     """The adjoint of broadcasting is summing: reduce dx back to the input's `shape`."""
     if dx.shape == shape:

@@ -9,8 +9,9 @@ import math
 from typing import Any
 
 from minigrad import backend
-from minigrad.arrays import broadcasts_to, dropout_scale, future_positions, index_array, unbroadcast
+from minigrad.arrays import broadcasts_to, dropout_scale, index_array, unbroadcast
 from minigrad.dtypes import check_float
+from minigrad.shapes import causal_mask
 from minigrad.tensor import Function, Tensor
 
 # ---- scaled dot-product attention ----
@@ -106,7 +107,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             raise ValueError(f"{op}: pass attn_mask or is_causal=True, not both")
         if L > S:
             raise ValueError(f"{op}: is_causal with {L} queries and only {S} keys: the first queries would see no key")
-        hidden = future_positions(backend.get_array_module(query.data), L, S)
+        hidden = causal_mask(L, S, dtype=query.dtype, device=query.device).data < 0  # True: a key in the future
     elif attn_mask is not None:
         hidden, float_mask = _mask(op, attn_mask, query, scores)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale

@@ -16,7 +16,6 @@ from minigrad.arrays import (
     as_axes,
     as_axis,
     check_range,
-    future_positions,
     index_array,
     indices_in_range,
     int_tuple,
@@ -457,7 +456,8 @@ def causal_mask(T: int, T_k: int | None = None, *, dtype: DType = float32, devic
     if dtype.kind != "f":
         raise TypeError(f"causal_mask: the mask holds -inf, so its dtype must be floating point, got {dtype}")
     xp = backend.module_for(device)
-    return Tensor.wrap(xp.where(future_positions(xp, T, T_k), dtype.type(-math.inf), dtype.type(0)))
+    future = xp.triu(xp.ones((T, T_k), dtype=bool), k=T_k - T + 1)  # key j later than query i, at i + T_k - T
+    return Tensor.wrap(xp.where(future, dtype.type(-math.inf), dtype.type(0)))
 
 
 # ---- gather ----
