@@ -7,6 +7,8 @@ docs/data-parallel.md explains it; a plain `python` process is a world of one.
 from __future__ import annotations
 
 import atexit
+import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -56,8 +58,16 @@ class World:
             yield
         except BaseException as err:
             if self.size > 1:  # atexit: after the error has been reported; 130 for Ctrl-C, as the shell's
-                atexit.register(self.comm.Abort, 130 if isinstance(err, KeyboardInterrupt) else 1)
+                atexit.register(self._abort, 130 if isinstance(err, KeyboardInterrupt) else 1)
             raise
+
+    def _abort(self, code: int) -> None:
+        """MPI_Abort, once this rank's report has left: mpiexec stops forwarding output when it kills the job, so
+        the report's last lines could be lost in its pipes without the short wait."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        time.sleep(0.2)
+        self.comm.Abort(code)
 
     def _each(self, arrays: Sequence[Any], on_host: Callable[[Any], None], on_gpu: Callable[[Any], None]) -> None:
         """Run a collective on each array (one message each; big frameworks pack gradients into buckets, since each
