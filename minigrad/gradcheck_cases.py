@@ -269,6 +269,33 @@ CASES += [
 ]
 
 
+# ---- regression and binary losses ----
+
+_PROBS = np.array([[0.0, 0.3, 1.0, 0.7], [0.5, 1.0, 0.0, 0.2], [0.9, 0.1, 0.4, 1.0]])  # targets in [0, 1]
+_CLASS_WEIGHT = np.array([0.5, 2.0, 1.0, 0.1])  # one per class, the last axis
+_ROW_WEIGHT = np.array([[1.5], [0.2], [1.0]])
+_POS_WEIGHT = np.array([3.0, 0.5, 1.0, 2.0])
+
+CASES += [
+    Case("mse_loss", lambda x, y: F.mse_loss(x, y), ((3, 4), (3, 4))),
+    Case("mse_loss sum", lambda x, y: F.mse_loss(x, y, reduction="sum"), ((2, 3, 4), (2, 3, 4))),
+    Case("mse_loss none", lambda x, y: F.mse_loss(x, y, reduction="none"), ((3, 5), (3, 5))),
+    Case("mse_loss array target", lambda x: F.mse_loss(x, _PROBS), ((3, 4),)),
+    Case("bce_with_logits", lambda x: F.binary_cross_entropy_with_logits(x, _PROBS), ((3, 4),)),
+    Case("bce_with_logits target gradient", lambda x, t: F.binary_cross_entropy_with_logits(x, t), ((2, 5), (2, 5))),
+    Case("bce_with_logits weight pos_weight sum",
+         lambda x, t: F.binary_cross_entropy_with_logits(x, t, _CLASS_WEIGHT, pos_weight=_POS_WEIGHT, reduction="sum"),
+         ((3, 4), (3, 4))),
+    Case("bce_with_logits row weight none",
+         lambda x: F.binary_cross_entropy_with_logits(x, _PROBS, _ROW_WEIGHT, reduction="none"), ((3, 4),)),
+    Case("bce_with_logits large logits",
+         lambda x: F.binary_cross_entropy_with_logits(x * 30.0, _PROBS, pos_weight=_POS_WEIGHT), ((3, 4),)),
+    Case("CrossEntropyLoss layer smoothing", lambda x: mg.nn.CrossEntropyLoss(label_smoothing=0.1)(x, _IGNORED),
+         ((2, 3, 5),)),
+    Case("MSELoss layer sum", lambda x, y: mg.nn.MSELoss(reduction="sum")(x, y), ((4, 3), (4, 3))),
+    Case("BCEWithLogitsLoss layer", lambda x: mg.nn.BCEWithLogitsLoss(pos_weight=_POS_WEIGHT)(x, _PROBS), ((3, 4),)),
+]
+
 def run_table(cases: list[Case], device: str = "cpu") -> bool:
     """Check every case and print one line each; True when all pass."""
     print(f"{'op':<38} {'input shapes':<38} {'max abs err':>11} {'max rel err':>11}  result")

@@ -1,6 +1,6 @@
-"""Cross-entropy under softmax(logits), one Function per kind of target, each with a closed-form backward:
-class indices (dlogits = softmax - the smoothed one-hot) and class probabilities (dlogits = softmax * sum(q) - q);
-under mg.fused(), class indices run the fused forward written beside it. Shapes: N rows, V classes, last axis.
+"""The losses, each a Function with its closed-form backward. Cross-entropy under softmax(logits), one Function per
+kind of target: class indices (dlogits = softmax - the smoothed one-hot; under mg.fused() the fused forward written
+beside it) and class probabilities; mean squared error; binary cross-entropy of sigmoid(logits). N rows, V classes.
 """
 
 from __future__ import annotations
@@ -8,7 +8,16 @@ from __future__ import annotations
 from typing import Any
 
 from minigrad import backend
-from minigrad.arrays import as_rows, index_array, indices_in_range, row_max, row_sums, stable_softmax
+from minigrad.arrays import (
+    as_rows,
+    broadcasts_to,
+    index_array,
+    indices_in_range,
+    row_max,
+    row_sums,
+    stable_sigmoid,
+    stable_softmax,
+)
 from minigrad.dtypes import check_float, number_kind
 from minigrad.tensor import Function, Tensor, is_fused_enabled
 
@@ -127,6 +136,14 @@ def _row_weights(dout: Any, reduction: str, n: Any, rows: int) -> Any:
     return xp.broadcast_to(w.reshape(1, 1), (rows, 1))
 
 
+REDUCTIONS = ("mean", "sum", "none")  # PyTorch's three
+
+
+def reduction_error(op: str, reduction: Any) -> ValueError:
+    """The error for a reduction not in REDUCTIONS, naming the op (a loss layer's, when it is made)."""
+    return ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
 def cross_entropy(logits: Tensor, targets: Any, *, ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
     """Cross-entropy of `targets` under softmax(logits), classes on the last axis (PyTorch's axis 1; the two agree
@@ -135,8 +152,8 @@ def cross_entropy(logits: Tensor, targets: Any, *, ignore_index: int = -100, red
     the logits' shape. label_smoothing eps: (1 - eps) target + eps / V. reduction: "mean" (over the counted rows:
     NaN if none), "sum" or "none". The options are keyword-only, so PyTorch's positional `weight` cannot land in one."""
     op = "cross_entropy"
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    if reduction not in REDUCTIONS:
+        raise reduction_error(op, reduction)
     number_kind(op, label_smoothing)  # None or a string: a TypeError that names cross_entropy
     if not 0 <= label_smoothing <= 1:
         raise ValueError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
@@ -162,3 +179,111 @@ def cross_entropy(logits: Tensor, targets: Any, *, ignore_index: int = -100, red
     return fn.apply(logits, targets=targets * counted,  # ignored rows: any valid class, zeroed
                                       counted=counted.astype(logits.dtype), smoothing=label_smoothing,
                                       reduction=reduction)
+
+
+# ---- mean squared error ----
+
+class MSELossFunction(Function):
+    """loss_i = (x_i - y_i)^2 for every element i, then reduced (the mean divides by the number of elements).
+
+    dx_i = 2 w_i (x_i - y_i),  dy_i = -dx_i,  w_i = d loss / d loss_i (see _row_weights)
+    """
+
+    def forward(self, input, target, reduction):
+        self.diff, self.reduction = input - target, reduction
+        self.n = backend.get_array_module(input).asarray(input.size, dtype=input.dtype)
+        return _reduce((self.diff * self.diff).reshape(-1), reduction, self.n, input.shape)
+
+    def backward(self, dout):
+        need_input, need_target = self.needs_input_grad
+        # in the forward pass this was: loss = reduce((x - y)^2)
+        w = _row_weights(dout, self.reduction, self.n, self.diff.size).reshape(self.diff.shape)
+        dx = (2 * w) * self.diff
+        return (dx if need_input else None), (-dx if need_target else None)
+
+
+def mse_loss(input: Tensor, target: Any, *, reduction: str = "mean") -> Tensor:
+    """The squared differences (input - target)^2, averaged over every element ("mean"), summed ("sum") or each
+    kept ("none"), as torch.nn.functional.mse_loss. target: a tensor (its gradient flows too) or an array of the
+    input's shape; PyTorch would broadcast another shape, with a warning that the result is likely wrong: refused."""
+    op = "mse_loss"
+    if reduction not in REDUCTIONS:
+        raise reduction_error(op, reduction)
+    target = _float_target(op, input, target)
+    return MSELossFunction.apply(input, target, reduction=reduction)
+
+
+def _float_target(op: str, input: Tensor, target: Any) -> Tensor:
+    """target as a tensor of the floating-point input's shape: a float Tensor as it is (it may carry a gradient
+    and must match the input's dtype), anything else (an array, a list, an integer tensor) in the input's dtype."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}: input must be a tensor, got {type(input).__name__}")
+    check_float(op, input)
+    if not (isinstance(target, Tensor) and target.dtype.kind == "f"):
+        target = Tensor(target.data if isinstance(target, Tensor) else target, dtype=input.dtype, device=input.device)
+    if target.shape != input.shape:
+        raise ValueError(f"{op}: target of shape {target.shape} for input of shape {input.shape}; they must be "
+                         "the same")
+    return target
+
+
+# ---- binary cross-entropy of sigmoid(logits) ----
+
+class BCEWithLogitsFunction(Function):
+    """With s = sigmoid(x), target t, pos_weight p and weight w (both 1 when not given), for every element i:
+    loss_i = -w_i [p_i t_i log s_i + (1 - t_i) log(1 - s_i)] = w_i [(1 - t_i) x_i + l_i softplus(-x_i)],
+    l_i = 1 + (p_i - 1) t_i, softplus(z) = log(1 + e^z) = max(z, 0) + log(1 + e^-|z|) (finite for any x); reduced.
+
+    dx_i = u_i w_i (l_i s_i - p_i t_i)   (= u_i w_i (s_i - t_i) when p = 1),
+    dt_i = u_i w_i ((p_i - 1) softplus(-x_i) - x_i),  u_i = d loss / d loss_i (see _row_weights)
+    """
+
+    def forward(self, x, target, weight, pos_weight, reduction):
+        xp = backend.get_array_module(x)
+        self.softplus = xp.maximum(-x, 0) + xp.log1p(xp.exp(-xp.abs(x)))  # softplus(-x) = -log sigmoid(x)
+        self.l = 1 if pos_weight is None else 1 + (pos_weight - 1) * target
+        losses = (1 - target) * x + self.l * self.softplus
+        if weight is not None:
+            losses *= weight
+        self.x, self.target, self.weight, self.pos_weight, self.reduction = x, target, weight, pos_weight, reduction
+        self.n = xp.asarray(x.size, dtype=x.dtype)
+        return _reduce(losses.reshape(-1), reduction, self.n, x.shape)
+
+    def backward(self, dout):
+        need_x, need_target = self.needs_input_grad
+        u = _row_weights(dout, self.reduction, self.n, self.x.size).reshape(self.x.shape)
+        if self.weight is not None:
+            u = u * self.weight
+        p = 1 if self.pos_weight is None else self.pos_weight
+        # in the forward pass this was: loss = reduce(w ((1 - t) x + l softplus(-x)))
+        dx = u * (self.l * stable_sigmoid(self.x) - p * self.target) if need_x else None
+        dt = u * ((p - 1) * self.softplus - self.x) if need_target else None
+        return dx, dt
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = None, *, reduction: str = "mean",
+                                     pos_weight: Any = None) -> Tensor:
+    """-[pos_weight t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))] * weight for logits x = input and targets t in
+    [0, 1] of its shape, computed from x without overflow, as torch.nn.functional.binary_cross_entropy_with_logits.
+    weight and pos_weight (the positives' weight, often one per class, the last axis) broadcast to the input's shape
+    and get no gradient, as in PyTorch. reduction: "mean" over every element, "sum" or "none"."""
+    op = "binary_cross_entropy_with_logits"
+    if reduction not in REDUCTIONS:
+        raise reduction_error(op, reduction)
+    target = _float_target(op, input, target)
+    weight, pos_weight = (_constant(op, name, value, input) for name, value in (("weight", weight),
+                                                                                  ("pos_weight", pos_weight)))
+    return BCEWithLogitsFunction.apply(input, target, weight=weight, pos_weight=pos_weight, reduction=reduction)
+
+
+def _constant(op: str, name: str, value: Any, input: Tensor) -> Any:
+    """weight or pos_weight as an array of the input's dtype and device that broadcasts to its shape, or None."""
+    if value is None:
+        return None
+    if isinstance(value, Tensor) and value.requires_grad:
+        raise ValueError(f"{op}: {name} requires grad, but the loss is not differentiable in it (as in PyTorch); "
+                         f"pass {name}.detach()")
+    array = Tensor(value.data if isinstance(value, Tensor) else value, dtype=input.dtype, device=input.device).data
+    if not broadcasts_to(array.shape, input.shape):
+        raise ValueError(f"{op}: {name} of shape {array.shape} does not broadcast to the input's shape {input.shape}")
+    return array

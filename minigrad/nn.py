@@ -1,6 +1,6 @@
-"""Layers: Module, Parameter, Linear, Embedding, LayerNorm, RMSNorm, Dropout, GELU, ReLU, ModuleList, Sequential.
-A Module registers the Parameters and Modules assigned to it, so named_parameters() gives dotted names
-(blocks.0.attn.q_proj.weight) that state_dict() follows. Init as GPT-2's: weights ~ N(0, 0.02), biases 0.
+"""Layers: Module, Parameter, Linear, Embedding, LayerNorm, RMSNorm, Dropout, GELU, ReLU, ModuleList, Sequential,
+and the loss layers. A Module registers the Parameters and Modules assigned to it, so named_parameters() gives
+dotted names (blocks.0.attn.q_proj.weight) that state_dict() follows. Init as GPT-2's: weights ~ N(0, 0.02), biases 0.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from minigrad import backend
 from minigrad import functional as F
 from minigrad.arrays import as_array
 from minigrad.dtypes import DType
+from minigrad.losses import REDUCTIONS, reduction_error
 from minigrad.tensor import Tensor, no_grad
 
 
@@ -283,3 +284,49 @@ class Sequential(ModuleList):
         for m in self:
             x = m(x)
         return x
+
+
+# ---- losses as layers: each holds its options and calls its F function ----
+
+class MSELoss(Module):
+    """F.mse_loss as a layer: loss_fn = nn.MSELoss(); loss_fn(input, target)."""
+
+    def __init__(self, *, reduction: str = "mean") -> None:
+        super().__init__()
+        if reduction not in REDUCTIONS:
+            raise reduction_error("MSELoss", reduction)
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class CrossEntropyLoss(Module):
+    """F.cross_entropy as a layer, with its options (classes on the last axis; no per-class weight)."""
+
+    def __init__(self, *, ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+        super().__init__()
+        if reduction not in REDUCTIONS:
+            raise reduction_error("CrossEntropyLoss", reduction)
+        if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, (int, float)) or \
+                not 0 <= label_smoothing <= 1:
+            raise ValueError(f"CrossEntropyLoss: label_smoothing must be a number in [0, 1], got {label_smoothing!r}")
+        self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.cross_entropy(input, target, ignore_index=self.ignore_index, reduction=self.reduction,
+                               label_smoothing=self.label_smoothing)
+
+
+class BCEWithLogitsLoss(Module):
+    """F.binary_cross_entropy_with_logits as a layer, holding its weight and pos_weight (constants, not Parameters)."""
+
+    def __init__(self, weight: Any = None, *, reduction: str = "mean", pos_weight: Any = None) -> None:
+        super().__init__()
+        if reduction not in REDUCTIONS:
+            raise reduction_error("BCEWithLogitsLoss", reduction)
+        self.weight, self.reduction, self.pos_weight = weight, reduction, pos_weight
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)

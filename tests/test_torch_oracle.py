@@ -12,10 +12,14 @@ import pytest
 import minigrad as mg
 from minigrad import functional as F
 from minigrad.gradcheck_cases import (
+    _CLASS_WEIGHT,
     _GATHER_0,
     _GATHER_1,
     _IGNORED,
     _MASK_2D,
+    _POS_WEIGHT,
+    _PROBS,
+    _ROW_WEIGHT,
     _SEES,
     _TARGETS,
     _TOKENS,
@@ -246,6 +250,26 @@ TORCH.update({
     "cross_entropy smoothing ignore_index": lambda x: _torch_cross_entropy(x, _t(_IGNORED), label_smoothing=0.2),
     "cross_entropy probabilities": lambda x, p: _torch_cross_entropy(x, p, label_smoothing=0.1),
     "cross_entropy probabilities none": lambda x, p: _torch_cross_entropy(x, p, reduction="none"),
+})
+
+# ---- regression and binary losses, and the loss layers ----
+TORCH.update({
+    "mse_loss": lambda x, y: TF.mse_loss(x, y),
+    "mse_loss sum": lambda x, y: TF.mse_loss(x, y, reduction="sum"),
+    "mse_loss none": lambda x, y: TF.mse_loss(x, y, reduction="none"),
+    "mse_loss array target": lambda x: TF.mse_loss(x, _t(_PROBS)),
+    "bce_with_logits": lambda x: TF.binary_cross_entropy_with_logits(x, _t(_PROBS)),
+    "bce_with_logits target gradient": lambda x, t: TF.binary_cross_entropy_with_logits(x, t),
+    "bce_with_logits weight pos_weight sum": lambda x, t: TF.binary_cross_entropy_with_logits(
+        x, t, _t(_CLASS_WEIGHT), pos_weight=_t(_POS_WEIGHT), reduction="sum"),
+    "bce_with_logits row weight none": lambda x: TF.binary_cross_entropy_with_logits(
+        x, _t(_PROBS), _t(_ROW_WEIGHT), reduction="none"),
+    "bce_with_logits large logits": lambda x: TF.binary_cross_entropy_with_logits(
+        x * 30.0, _t(_PROBS), pos_weight=_t(_POS_WEIGHT)),
+    "CrossEntropyLoss layer smoothing": lambda x: torch.nn.CrossEntropyLoss(label_smoothing=0.1)(
+        x.reshape(-1, x.shape[-1]), _t(_IGNORED).reshape(-1)),
+    "MSELoss layer sum": lambda x, y: torch.nn.MSELoss(reduction="sum")(x, y),
+    "BCEWithLogitsLoss layer": lambda x: torch.nn.BCEWithLogitsLoss(pos_weight=_t(_POS_WEIGHT))(x, _t(_PROBS)),
 })
 
 # CASES entries with no torch counterpart, and why
