@@ -76,6 +76,15 @@ def check_range(op: str, indices: Array, n: int, what: str, ignore: int | None =
         raise IndexError(f"{op}: {what} {int(indices[where])} at position {where} is out of range [0, {n})")
 
 
+
+def padding_index(op: str, padding_idx: Any, n: int) -> int:
+    """An embedding's padding_idx as a row in [0, n): an integer in [-n, n), negative ones counting from the end,
+    as PyTorch's."""
+    if isinstance(padding_idx, bool) or not hasattr(padding_idx, "__index__") or not -n <= padding_idx < n:
+        raise ValueError(f"{op}: padding_idx must be an integer in [{-n}, {n - 1}] for {n} embeddings, "
+                         f"got {padding_idx!r}")
+    return int(padding_idx) % n
+
 # ---- dim and shape arguments ----
 
 _ALIASES = {"axis": ("dim", "dims"), "keepdims": ("keepdim",)}  # NumPy's name -> PyTorch's, whichever fn has

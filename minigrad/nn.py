@@ -1,18 +1,20 @@
-"""Layers: Module, Parameter, Linear, Embedding, LayerNorm, RMSNorm, Dropout, GELU, ReLU, ModuleList, Sequential,
-and the loss layers. A Module registers the Parameters and Modules assigned to it, so named_parameters() gives
-dotted names (blocks.0.attn.q_proj.weight) that state_dict() follows. Init as GPT-2's: weights ~ N(0, 0.02), biases 0.
+"""Layers: Module, Parameter, Linear, Embedding, LayerNorm, RMSNorm, Dropout, GELU, ReLU, Tanh, Sigmoid, Flatten,
+ModuleList, ModuleDict, Sequential, and the loss layers. A Module registers the Parameters and Modules assigned to it,
+so named_parameters() gives dotted names (blocks.0.attn.q_proj.weight) that state_dict() follows. Each layer's init
+is PyTorch's (nn.init).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
-from minigrad import backend
+from minigrad import backend, init
 from minigrad import functional as F
-from minigrad.arrays import as_array
+from minigrad.arrays import as_array, padding_index
 from minigrad.dtypes import DType
 from minigrad.losses import REDUCTIONS, reduction_error
 from minigrad.tensor import Tensor, no_grad
@@ -28,11 +30,9 @@ class Parameter(Tensor):
         super().__init__(data, requires_grad=requires_grad, copy=False)
 
 
-def normal(shape: tuple[int, ...], std: float, dtype: DType = np.float32, device: str = "cpu") -> Parameter:
-    """A Parameter drawn from N(0, std^2) by the device's seeded generator."""
-    data = backend.generator(device).standard_normal(shape, dtype=np.dtype(dtype))
-    data *= std
-    return Parameter(data)
+def empty(shape: tuple[int, ...], dtype: DType = np.float32, device: str = "cpu") -> Parameter:
+    """A Parameter whose values an nn.init function fills next, as torch.empty before reset_parameters."""
+    return Parameter(backend.module_for(device).empty(shape, dtype=dtype))
 
 
 def constant(shape: tuple[int, ...], value: float, dtype: DType = np.float32, device: str = "cpu") -> Parameter:
@@ -81,6 +81,32 @@ class Module:
 
     def parameters(self) -> list[Parameter]:
         return [p for _, p in self.named_parameters()]
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        """(dotted name, module) for this module ("") and every module inside it, depth first, each once."""
+        seen: set[int] = set()
+        todo = [(prefix, self)]
+        while todo:
+            name, m = todo.pop()
+            if id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+                todo.extend(reversed([(f"{name}.{k}" if name else k, child) for k, child in m._modules.items()]))
+
+    def modules(self) -> Iterator[Module]:
+        """This module, then every module inside it, depth first, each once (as torch's Module.modules)."""
+        return (m for _, m in self.named_modules())
+
+    def children(self) -> Iterator[Module]:
+        """The modules assigned to this one (not theirs)."""
+        return iter(self._modules.values())
+
+    def apply(self, fn: Callable[[Module], Any]) -> Module:
+        """Call fn on every submodule, then on this module (as torch's Module.apply; for an init of your own)."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
 
     def num_parameters(self) -> int:
         return sum(p.size for p in self.parameters())
@@ -156,30 +182,42 @@ def _check_sizes(layer: str, **sizes: Any) -> None:
 
 
 class Linear(Module):
-    """y = x @ weight.T + bias, weight of shape (out_features, in_features)."""
+    """y = x @ weight.T + bias, weight of shape (out_features, in_features). Init as PyTorch's: weight and bias
+    from U(-1/sqrt(in_features), 1/sqrt(in_features)), the weight's bound from kaiming_uniform_(a=sqrt(5))."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, std: float = 0.02,
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
                  dtype: DType = np.float32, device: str = "cpu") -> None:
         super().__init__()
         _check_sizes("Linear", in_features=in_features, out_features=out_features)
-        self.weight = normal((out_features, in_features), std, dtype, device)
-        self.bias = constant((out_features,), 0.0, dtype, device) if bias else None
+        self.weight = empty((out_features, in_features), dtype, device)
+        self.bias = empty((out_features,), dtype, device) if bias else None
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1 / math.sqrt(in_features) if in_features > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x: Tensor) -> Tensor:
         return F.linear(x, self.weight, self.bias)
 
 
 class Embedding(Module):
-    """A lookup table: row i of `weight` is the vector of token (or position) i."""
+    """A lookup table: row i of `weight` is the vector of token (or position) i; init N(0, 1), as PyTorch's. Row
+    `padding_idx` (if given; negative counts from the end) starts at zero and gets no gradient, so it stays there."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, *, std: float = 0.02,
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, *,
                  dtype: DType = np.float32, device: str = "cpu") -> None:
         super().__init__()
         _check_sizes("Embedding", num_embeddings=num_embeddings, embedding_dim=embedding_dim)
-        self.weight = normal((num_embeddings, embedding_dim), std, dtype, device)
+        if padding_idx is not None:
+            padding_idx = padding_index("Embedding", padding_idx, num_embeddings)
+        self.padding_idx = padding_idx
+        self.weight = init.normal_(empty((num_embeddings, embedding_dim), dtype, device))
+        if padding_idx is not None:
+            with no_grad():
+                self.weight[padding_idx] = 0
 
     def forward(self, indices: Any) -> Tensor:
-        return F.embedding(indices, self.weight)
+        return F.embedding(indices, self.weight, self.padding_idx)
 
 
 class LayerNorm(Module):
@@ -253,6 +291,27 @@ class ReLU(Module):
         return F.relu(x)
 
 
+class Tanh(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return F.tanh(x)
+
+
+class Sigmoid(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return F.sigmoid(x)
+
+
+class Flatten(Module):
+    """x.flatten(start_dim, end_dim) as a layer; its default keeps the batch axis: (B, ...) -> (B, rest)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.flatten(self.start_dim, self.end_dim)
+
+
 class ModuleList(Module):
     """A list of modules, registered as "0", "1", ..."""
 
@@ -284,6 +343,61 @@ class Sequential(ModuleList):
         for m in self:
             x = m(x)
         return x
+
+
+class ModuleDict(Module):
+    """Modules by name, registered under their keys (model.heads["a"].weight is "heads.a.weight"), in the order
+    inserted, as torch.nn.ModuleDict. A key is an item, not an attribute; one that names an attribute ("keys",
+    "training") is refused, as in PyTorch."""
+
+    def __init__(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]] | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        if not isinstance(key, str) or not key or "." in key:
+            raise KeyError(f"ModuleDict: a key must be a non-empty string without '.', got {key!r}")
+        if key not in self._modules and hasattr(self, key):
+            raise KeyError(f"ModuleDict: the key {key!r} is the name of an attribute (as PyTorch, refused)")
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleDict[{key!r}]: expected a Module, got {type(module).__name__}")
+        self._modules[key] = module
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._modules
+
+    def keys(self) -> Iterable[str]:
+        return self._modules.keys()
+
+    def values(self) -> Iterable[Module]:
+        return self._modules.values()
+
+    def items(self) -> Iterable[tuple[str, Module]]:
+        return self._modules.items()
+
+    def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
+        """Add or replace modules from a mapping or from (key, module) pairs."""
+        for key, module in (modules.items() if isinstance(modules, Mapping) else modules):
+            self[key] = module
+
+    def pop(self, key: str) -> Module:
+        return self._modules.pop(key)
+
+    def clear(self) -> None:
+        self._modules.clear()
 
 
 # ---- losses as layers: each holds its options and calls its F function ----

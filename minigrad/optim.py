@@ -440,3 +440,13 @@ def cosine_lr(step: int, max_lr: float, max_steps: int, warmup_steps: int = 0, m
         return min_lr
     progress = (step - warmup_steps) / max(1, max_steps - warmup_steps)
     return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))
+
+
+def clip_grad_value_(params: Iterable[Tensor] | Tensor, clip_value: float) -> None:
+    """Clamp every gradient in place to [-clip_value, clip_value], element by element, as
+    torch.nn.utils.clip_grad_value_; params is one tensor or several."""
+    if isinstance(clip_value, bool) or not isinstance(clip_value, (int, float)) or not clip_value >= 0:
+        raise ValueError(f"clip_grad_value_: clip_value must be a number >= 0, got {clip_value!r}")
+    for p in [params] if isinstance(params, Tensor) else params:
+        if p.grad is not None:
+            backend.get_array_module(p.grad).clip(p.grad, -clip_value, clip_value, out=p.grad)

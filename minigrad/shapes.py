@@ -20,6 +20,7 @@ from minigrad.arrays import (
     indices_in_range,
     int_tuple,
     numpy_aliases,
+    padding_index,
     unbroadcast,
 )
 from minigrad.dtypes import DType, float32, number_dtype
@@ -496,28 +497,33 @@ def gather(x: Tensor, dim: int, index: Any) -> Tensor:
 # ---- embedding, one_hot ----
 
 class EmbeddingFunction(Function):
-    """y = w[indices];  dw = zeros with each row of dout added at its index (repeats accumulate)"""
+    """y = w[indices];  dw = zeros with each row of dout added at its index (repeats accumulate), except the row
+    padding_idx (if given), which gets none"""
 
-    def forward(self, w, indices):
-        self.w_shape, self.indices = w.shape, indices
+    def forward(self, w, indices, padding_idx):
+        self.w_shape, self.indices, self.padding_idx = w.shape, indices, padding_idx
         return w[indices]
 
     def backward(self, dout):
         dw = backend.get_array_module(dout).zeros(self.w_shape, dtype=dout.dtype)
         backend.scatter_add(dw, self.indices.reshape(-1), dout.reshape(self.indices.size, self.w_shape[1]))
+        if self.padding_idx is not None:
+            dw[self.padding_idx] = 0  # the padding row: as if it were a constant
         return (dw,)
 
 
-def embedding(input: Any, weight: Tensor) -> Tensor:
+def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Tensor:
     """Rows of `weight` (num, dim) picked by integer indices `input` of any shape: (*input.shape, dim).
-    The indices come first, as in torch.nn.functional.embedding."""
+    The indices come first, as in torch.nn.functional.embedding; row padding_idx gets no gradient."""
     if not isinstance(weight, Tensor):
         raise TypeError(f"embedding: weight must be a tensor, got {type(weight).__name__}; the indices come first, "
                         "as in PyTorch: F.embedding(input, weight)")
     if weight.ndim != 2:
         raise ValueError(f"embedding: weight must be (num, dim), got shape {weight.shape}")
+    if padding_idx is not None:
+        padding_idx = padding_index("embedding", padding_idx, weight.shape[0])
     indices = indices_in_range("embedding", input, weight.device, weight.shape[0], "index")
-    return EmbeddingFunction.apply(weight, indices=indices)
+    return EmbeddingFunction.apply(weight, indices=indices, padding_idx=padding_idx)
 
 
 def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:

@@ -124,12 +124,19 @@ class DecoderModel(nn.Module):
                              f"positions before idx; got {len(caches)} holding {[len(c) for c in caches]}")
         return idx
 
-    def scale_residual_projections(self, *suffixes: str) -> None:
-        """GPT-2's init: the projections that write into the residual stream (names ending in `suffixes`)
-        start smaller, std 0.02 / sqrt(2 n_layer), so the stream's variance does not grow with depth."""
+    def init_weights(self, *residual_projections: str) -> None:
+        """GPT-2's init, as nanoGPT's _init_weights (not PyTorch's layer defaults): every Linear and Embedding weight
+        ~ N(0, 0.02), biases 0; then the projections that write into the residual stream (names ending in
+        `residual_projections`) start smaller, std 0.02 / sqrt(2 n_layer), so the stream's variance does not grow
+        with depth. Norm layers keep their ones and zeros."""
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, 0.0, 0.02)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.zeros_(m.bias)
         for name, p in self.named_parameters():
-            if name.endswith(suffixes):
-                p.data = nn.normal(p.shape, 0.02 / math.sqrt(2 * self.config.n_layer), p.dtype, p.device).data
+            if name.endswith(residual_projections):
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * self.config.n_layer))
 
     @no_grad()
     def generate(self, idx: Any, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
@@ -214,7 +221,7 @@ class GPT(DecoderModel):
         self.ln_f = nn.LayerNorm(config.n_embd, config.layer_norm_eps, bias=config.bias)
         # the head shares the token embedding (GPT-2's tie), unless the config unties it
         self.lm_head = None if config.tie_word_embeddings else nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        self.scale_residual_projections(".proj.weight")  # attention's and the MLP's output projections
+        self.init_weights(".proj.weight")  # the residual projections: attention's and the MLP's output projections
 
     @classmethod
     def from_pretrained(cls, path: str, dtype: Any = "float32", device: str = "cpu") -> GPT:

@@ -128,7 +128,7 @@ class Llama(DecoderModel):
         self.norm_f = nn.RMSNorm(config.n_embd, eps=config.norm_eps)
         # untied, as in LLaMA; tied (the token embedding read backwards) where the config says so
         self.lm_head = None if config.tie_word_embeddings else nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        self.scale_residual_projections("attn.proj.weight", "mlp.w2.weight")
+        self.init_weights("attn.proj.weight", "mlp.w2.weight")  # GPT-2's, with the residual projections smaller
 
     @classmethod
     def from_pretrained(cls, path: str, dtype: Any = "float32", device: str = "cpu") -> Llama:
