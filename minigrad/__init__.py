@@ -2,7 +2,7 @@
 Start at tensor.py (Tensor, Function, backward), then the op modules it ties to; docs/layout.md maps every module.
 """
 
-from minigrad import functional, nn, optim
+from minigrad import functional, lr_scheduler, nn, optim
 from minigrad.activations import log_softmax, softmax
 from minigrad.backend import cuda_available, manual_seed
 from minigrad.creation import (
@@ -86,8 +86,8 @@ from minigrad.tensor import Function, Tensor, fused, is_fused_enabled, is_grad_e
 
 __all__ = [
     "Function", "GradcheckError", "Tensor", "bool_", "cuda_available", "float32", "float64", "functional", "fused",
-    "gradcheck", "int64", "is_fused_enabled", "is_grad_enabled", "load", "manual_seed", "nn", "no_grad", "optim",
-    "save",
+    "gradcheck", "int64", "is_fused_enabled", "is_grad_enabled", "load", "lr_scheduler", "manual_seed", "nn",
+    "no_grad", "optim", "save",
     # creation (creation.py)
     "arange", "as_tensor", "eye", "from_numpy", "full", "full_like", "ones", "ones_like", "randn", "tensor", "zeros",
     "zeros_like",
