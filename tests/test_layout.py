@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "minigrad"
 OP_MODULES = {"elementwise", "reductions", "shapes", "matmul", "activations"}  # what Tensor's operators call
 PROJECT = [*ENGINE.glob("*.py"), *(ROOT / "models").glob("*.py"), *ROOT.glob("*.py"),
-           *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "scripts").glob("*.py")]
+           *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "scripts").glob("*.py"), *(ROOT / "examples").glob("*.py")]
 
 
 def engine_imports() -> dict[str, set[str]]:
