@@ -11,7 +11,7 @@ import numpy as np
 
 from minigrad import backend
 from minigrad.dtypes import check_float
-from minigrad.tensor import Tensor
+from minigrad.tensor import Tensor, increment_version
 
 GAINS = {"linear": 1.0, "conv1d": 1.0, "conv2d": 1.0, "conv3d": 1.0, "conv_transpose1d": 1.0,
          "conv_transpose2d": 1.0, "conv_transpose3d": 1.0, "sigmoid": 1.0, "tanh": 5.0 / 3,
@@ -65,6 +65,7 @@ def _fill(op: str, tensor: Tensor, draw: str, low_or_mean: float, high_or_std: f
         values *= high_or_std
         values += low_or_mean
     tensor.data[...] = values
+    increment_version(tensor)  # as any in-place write: whatever saved the old values for backward refuses them
     return tensor
 
 
@@ -87,6 +88,7 @@ def constant_(tensor: Tensor, val: float) -> Tensor:
     if not isinstance(tensor, Tensor):
         raise TypeError(f"constant_: expected a tensor, got {type(tensor).__name__}")
     tensor.data[...] = val
+    increment_version(tensor)
     return tensor
 
 

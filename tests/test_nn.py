@@ -156,7 +156,9 @@ def test_to_the_device_a_model_is_on_keeps_its_gradients_for_the_next_step():
     for name, p in model.named_parameters():
         assert p.grad is grads[name] and p._version == versions[name], name
     opt.step()
-    assert all(not np.array_equal(p.numpy(), before[name]) for name, p in model.named_parameters())
+    moved = {name: not np.array_equal(p.numpy(), before[name]) for name, p in model.named_parameters()}
+    # k_proj's bias shifts a query's every score alike, which softmax ignores: its gradient is 0 but for rounding
+    assert all(m for name, m in moved.items() if not name.endswith("attn.k_proj.bias")), moved
 
 
 # ---- state dicts ----
