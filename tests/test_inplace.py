@@ -233,9 +233,9 @@ def test_manual_sgd_with_minus_equals_updates_the_model():
     with mg.no_grad():
         for p in model.parameters():
             p -= 0.1 * p.grad
-    for p, b in zip(model.parameters(), before, strict=True):
+    for p, b, v in zip(model.parameters(), before, start, strict=True):
         np.testing.assert_allclose(p.numpy(), b - 0.1 * p.grad, rtol=1e-6)
-        assert p.is_leaf and p.requires_grad and p._version == start[id(p)] + 1
+        assert p.is_leaf and p.requires_grad and p._version == v + 1
 
 
 def test_an_inplace_op_on_a_leaf_that_requires_grad_is_refused_in_grad_mode():
