@@ -1,5 +1,5 @@
-"""Optimizers (SGD with momentum, AdamW), gradient clipping, and the warmup + cosine learning rate. Each
-optimizer's `update` is its rule as the paper writes it, for one parameter; AdamW(fused=True) runs the same rule
+"""Optimizers (SGD with momentum, Adam, AdamW), gradient clipping, and the warmup + cosine learning rate. Each
+optimizer's `update` is its rule as the paper writes it, for one parameter; Adam(W)(fused=True) runs the same rule
 in place, beside it. As in PyTorch, state is per parameter (optimizer.state[p], with its own step), and
 state_dict() / load_state_dict() round-trip it with every param group's settings.
 """
@@ -110,8 +110,8 @@ class Optimizer:
                     p.grad[...] = 0
 
     def step(self) -> None:
-        """Update every parameter that has a gradient, by update(), or with fused=True by fused_step() (AdamW), and
-        count each update in the parameter's version (a graph that saved it can no longer go back through it)."""
+        """Update every parameter that has a gradient, by update(), or with fused=True by fused_step() (Adam, AdamW),
+        and count each update in the parameter's version (a graph that saved it can no longer go back through it)."""
         if self.fused:
             return self.fused_step()  # speed: update()'s rule in place, piece by piece, on every core
         for group, p, state in self.with_state():
@@ -265,24 +265,25 @@ class SGD(Optimizer):
         p -= group["lr"] * g
 
 
-class AdamW(Optimizer):
-    """Adam with decoupled weight decay (Loshchilov & Hutter), as torch.optim.AdamW and llm.c, per parameter at its
-    own step t (counting its updates, so one that first gets a gradient late is bias-corrected as at step 1):
+class Adam(Optimizer):
+    """Adam (Kingma & Ba), as torch.optim.Adam, per parameter at its own step t (counting its updates, so one that
+    first gets a gradient late is bias-corrected as at step 1); weight decay is an L2 penalty, folded into g:
 
-    m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  m_hat = m / (1 - b1^t);  v_hat = v / (1 - b2^t)
-    p -= lr * (m_hat / (sqrt(v_hat) + eps) + wd * p)
+    g = g + wd * p;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  m_hat = m / (1 - b1^t);  v_hat = v / (1 - b2^t)
+    p -= lr * m_hat / (sqrt(v_hat) + eps)
 
-    amsgrad: v_hat from the largest v so far; maximize: g = -g. fused=True runs fused_update instead: the same rule
-    in place, in cache-sized pieces spread over the cores.
+    amsgrad: v_hat from the largest v so far; maximize: g = -g (before the decay is added). fused=True runs
+    fused_update instead: the same rule in place, in cache-sized pieces spread over the cores.
     """
 
+    decoupled = False  # AdamW's decay is a step of its own, outside g and the moments
     piece = {"cpu": 1 << 17, "cuda": 1 << 62}  # fused_step's elements per piece: cache-sized on the CPU, all on a GPU
 
     def __init__(self, params: ParamGroups, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
                  fused: bool = False) -> None:
         if not isinstance(fused, bool):
-            raise TypeError(f"AdamW: fused must be True or False, got {fused!r:.40}")
+            raise TypeError(f"{type(self).__name__}: fused must be True or False, got {fused!r:.40}")
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
                                   "amsgrad": amsgrad, "maximize": maximize})
         self.fused = fused  # how the step runs, not what it computes: not a group setting, not in state_dict
@@ -305,8 +306,10 @@ class AdamW(Optimizer):
 
     def update(self, p, g, group, state):
         xp = backend.get_array_module(p)
-        (b1, b2), t = group["betas"], state["step"] + 1
+        (b1, b2), t, wd = group["betas"], state["step"] + 1, group["weight_decay"]
         g = -g if group["maximize"] else g
+        if wd and not self.decoupled:
+            g = g + wd * p  # the L2 penalty's gradient, and so part of m and v
         state["step"] = t
         state["exp_avg"] = m = b1 * state["exp_avg"] + (1 - b1) * g
         state["exp_avg_sq"] = v = b2 * state["exp_avg_sq"] + (1 - b2) * g * g
@@ -314,7 +317,8 @@ class AdamW(Optimizer):
             state["max_exp_avg_sq"] = v = xp.maximum(state["max_exp_avg_sq"], v)
         m_hat = m / (1 - b1**t)
         v_hat = v / (1 - b2**t)
-        p -= group["lr"] * (m_hat / (xp.sqrt(v_hat) + group["eps"]) + group["weight_decay"] * p)
+        step = m_hat / (xp.sqrt(v_hat) + group["eps"])
+        p -= group["lr"] * (step + wd * p if self.decoupled else step)
 
     def fused_step(self) -> None:
         """fused_update on every parameter with a gradient, in pieces of at most self.piece[device] elements, each
@@ -331,22 +335,26 @@ class AdamW(Optimizer):
 
         def update(job: tuple) -> None:
             group, t, p, g, buffers = job
-            self.fused_update(p, g, buffers, _scratch_for(scratch, p), group, t)
+            self.fused_update(p, g, buffers, _scratch_for(scratch, p), group, t, self.decoupled)
 
         runtime.run_parallel(update, jobs, backend.device_of(jobs[0][2]), sum(job[2].size for job in jobs))
 
     @staticmethod
-    def fused_update(p: Any, g: Any, buffers: dict[str, Any], tmp: Any, group: dict[str, Any], t: int) -> None:
+    def fused_update(p: Any, g: Any, buffers: dict[str, Any], tmp: Any, group: dict[str, Any], t: int,
+                     decoupled: bool) -> None:
         """update()'s rule in the order torch.optim.AdamW computes it, every result written in place in 12 passes
-        (13 with weight decay): m = b1 (m - g) + g, v = b2 (v - g^2) + g^2, and the bias corrections folded
-        into two constants, lr sqrt(1 - b2^t) / (1 - b1^t) and eps sqrt(1 - b2^t). maximize: m = b1 (m + g) - g."""
+        (13 with AdamW's decay): m = b1 (m - g) + g, v = b2 (v - g^2) + g^2, and the bias corrections folded
+        into two constants, lr sqrt(1 - b2^t) / (1 - b1^t) and eps sqrt(1 - b2^t). maximize: m = b1 (m + g) - g.
+        Adam's L2 decay makes g + wd * p first, one new array of the piece's size (g is the parameter's .grad)."""
         xp = backend.get_array_module(p)
-        lr, (b1, b2) = group["lr"], group["betas"]
+        lr, (b1, b2), decay, maximize = group["lr"], group["betas"], group["weight_decay"], group["maximize"]
         m, v = buffers["exp_avg"], buffers["exp_avg_sq"]
         root = math.sqrt(1 - b2**t)
-        if group["weight_decay"]:
-            p *= 1 - lr * group["weight_decay"]
-        if group["maximize"]:
+        if decay and decoupled:
+            p *= 1 - lr * decay
+        elif decay:
+            g, maximize = (-g if maximize else g) + decay * p, False
+        if maximize:
             m += g
             m *= b1
             m -= g
@@ -365,6 +373,24 @@ class AdamW(Optimizer):
         xp.divide(m, tmp, out=tmp)
         tmp *= lr * root / (1 - b1**t)
         p -= tmp
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter), as torch.optim.AdamW and llm.c: the decay shrinks p
+    directly instead of joining g and the moments, and is on by default (1e-2):
+
+    m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  m_hat = m / (1 - b1^t);  v_hat = v / (1 - b2^t)
+    p -= lr * (m_hat / (sqrt(v_hat) + eps) + wd * p)
+
+    amsgrad, maximize and fused=True as Adam's.
+    """
+
+    decoupled = True
+
+    def __init__(self, params: ParamGroups, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 fused: bool = False) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, fused=fused)
 
 
 def _pieces(p: Any, g: Any, buffers: dict[str, Any], size: int) -> Iterator[tuple[Any, Any, dict[str, Any]]]:

@@ -120,5 +120,5 @@ def test_a_training_iteration_is_a_short_walk_through_few_files(capsys):
 
 def test_the_fused_kernels_run_only_when_asked_for(capsys):
     called = {q for _, q in trace_second_iteration(["--fused"])}
-    assert {"FusedSoftmaxFunction.forward", "FusedLayerNormFunction.backward", "AdamW.fused_step"} <= called
+    assert {"FusedSoftmaxFunction.forward", "FusedLayerNormFunction.backward", "Adam.fused_step"} <= called
     assert "SoftmaxFunction.forward" not in called

@@ -1,4 +1,4 @@
-"""Tests for minigrad.optim: AdamW (plain and fused) and SGD against the published update rules (in
+"""Tests for minigrad.optim: AdamW and Adam (plain and fused) and SGD against the published update rules (in
 plain NumPy, and against torch.optim where torch is installed), parameter groups, fused updates in
 chunks, parameters that are views, gradient clipping, the warmup + cosine schedule, and optimizer
 state that saves, loads and resumes training exactly.
@@ -434,6 +434,8 @@ SETTINGS = {
                                  "nesterov": True, "maximize": False}),
     "AdamW": (optim.AdamW, {"lr": 0.02, "betas": (0.8, 0.9), "eps": 1e-6, "weight_decay": 0.3, "amsgrad": True,
                             "maximize": True}),
+    "Adam": (optim.Adam, {"lr": 0.02, "betas": (0.8, 0.9), "eps": 1e-6, "weight_decay": 0.3, "amsgrad": True,
+                          "maximize": True}),
 }
 
 
@@ -476,21 +478,28 @@ ADAMW_VARIANTS = {
     "amsgrad": {"lr": 0.05, "amsgrad": True}, "maximize": {"lr": 0.05, "maximize": True},
     "amsgrad maximize": {"lr": 0.05, "amsgrad": True, "maximize": True, "betas": (0.5, 0.6), "weight_decay": 0.2},
 }
+ADAM_VARIANTS = {  # Adam's weight decay is an L2 term in g (and so in the moments): it moves p otherwise than AdamW's
+    "defaults": {}, "weight decay": {"lr": 0.05, "weight_decay": 0.3}, **ADAMW_VARIANTS,
+    "maximize weight decay": {"lr": 0.05, "maximize": True, "weight_decay": 0.3, "eps": 1e-3},
+}
+OPTIMIZERS = {"SGD": SGD_VARIANTS, "AdamW": ADAMW_VARIANTS, "Adam": ADAM_VARIANTS}
 
 
 @pytest.mark.parametrize("name", [*(f"SGD {n}" for n in SGD_VARIANTS), *(f"AdamW {n}" for n in ADAMW_VARIANTS),
-                                  *(f"AdamW fused {n}" for n in ADAMW_VARIANTS)])
+                                  *(f"AdamW fused {n}" for n in ADAMW_VARIANTS), *(f"Adam {n}" for n in ADAM_VARIANTS),
+                                  *(f"Adam fused {n}" for n in ADAM_VARIANTS)])
 def test_every_option_matches_torch_optim(name):
-    """nesterov and amsgrad were accepted and ignored; each option now does what torch's does."""
+    """nesterov and amsgrad were accepted and ignored; each option now does what torch's does. Adam is new."""
     kind, variant = name.split(" ", 1)
     fused = variant.startswith("fused ")
-    settings = SGD_VARIANTS[variant] if kind == "SGD" else ADAMW_VARIANTS[variant.removeprefix("fused ")]
+    settings = OPTIMIZERS[kind][variant.removeprefix("fused ")]
     problem = Problem()
     named = list(problem.model.named_parameters())
     torch, theirs = torch_twin([p for _, p in named])
-    opt = optim.SGD([p for _, p in named], **settings) if kind == "SGD" else \
-        optim.AdamW([p for _, p in named], **settings, fused=fused)
-    topt = (torch.optim.SGD if kind == "SGD" else torch.optim.AdamW)(theirs, **settings)
+    make = getattr(optim, kind)
+    opt = make([p for _, p in named], **settings) if kind == "SGD" else make([p for _, p in named], **settings,
+                                                                             fused=fused)
+    topt = getattr(torch.optim, kind)(theirs, **settings)
     for t in range(STEPS):
         problem.set_grads()
         for (n, _), q in zip(named, theirs, strict=True):
@@ -499,6 +508,15 @@ def test_every_option_matches_torch_optim(name):
         topt.step()
         for (n, p), q in zip(named, theirs, strict=True):
             np.testing.assert_allclose(p.numpy(), q.detach().numpy(), rtol=1e-12, atol=1e-14, err_msg=f"{t}, {n}")
+
+
+def test_adam_has_torchs_defaults_and_adamw_is_an_adam():
+    torch = pytest.importorskip("torch", reason="torch is not installed: the torch.optim comparison is skipped")
+    p, q = mg.zeros(2, requires_grad=True), torch.zeros(2, requires_grad=True)
+    for name in ("Adam", "AdamW"):
+        mine, theirs = getattr(optim, name)([p]).defaults, getattr(torch.optim, name)([q]).defaults
+        assert mine == {key: theirs[key] for key in mine}, name
+    assert issubclass(optim.AdamW, optim.Adam) and issubclass(torch.optim.AdamW, torch.optim.Adam)
 
 
 # ---- what an optimizer accepts ----
