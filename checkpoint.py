@@ -31,10 +31,10 @@ def save_checkpoint(path: str, model: nn.Module, opt: Optimizer, step: int, sett
     states. Written atomically by mg.save."""
     tokenizer = task.tokenizer.to_state() if isinstance(task, TextTask) else None
     try:
-        mg.save(path, {"format": FORMAT, "model": model.state_dict(), "optim": opt.state_dict(), "step": step,
-                       "settings": settings, "vocab": task.vocab, "tokenizer": tokenizer, "best_val": best_val,
-                       "rng": {"data": data_rng.bit_generator.state,
-                               "cpu": backend.generator("cpu").bit_generator.state}})
+        mg.save({"format": FORMAT, "model": model.state_dict(), "optim": opt.state_dict(), "step": step,
+                 "settings": settings, "vocab": task.vocab, "tokenizer": tokenizer, "best_val": best_val,
+                 "rng": {"data": data_rng.bit_generator.state, "cpu": backend.generator("cpu").bit_generator.state}},
+                path)
     except OSError as err:
         raise RunFailed(f"cannot write the checkpoint {path}: {err}") from None
 

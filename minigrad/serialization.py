@@ -21,20 +21,28 @@ _JSON_KEY = "__json__"
 _INT_KEYS = "__int_keys__"  # the paths of the keys that were ints (an optimizer's state by parameter number)
 
 
-def save(path: str | os.PathLike, tree: dict[str, Any]) -> None:
-    """Write `tree` (nested dicts; leaves are arrays, tensors or JSON values) to `path` atomically, with the
-    permissions the user's umask gives. Keys are strings or ints, given back as they were; tuples come back as
-    lists. What load() could not give back (other keys, a key with '/' or a control character, object arrays,
-    other values) is refused before anything is written, and the old file is only replaced by a complete new one."""
+def save(tree: dict[str, Any], f: str | os.PathLike) -> None:
+    """Write `tree` (nested dicts; leaves are arrays, tensors or JSON values) to the path `f` atomically, with the
+    permissions the user's umask gives; the object first, as torch.save(obj, f). Keys are strings or ints, given back
+    as they were; tuples come back as lists. What load() could not give back (other keys, a key with '/' or a control
+    character, object arrays, other values) is refused before anything is written, and the old file is only replaced
+    by a complete new one."""
+    if isinstance(tree, (str, os.PathLike)) and isinstance(f, dict):
+        raise TypeError(f"save: the object comes first, then the path, as in torch.save(obj, f): "
+                        f"mg.save(tree, {os.fspath(tree)!r}) (minigrad's save took the path first before)")
+    if not isinstance(f, (str, os.PathLike)):
+        raise TypeError(f"save: f must be a path (str or os.PathLike), got {type(f).__name__}; the file is written by "
+                        "its path, atomically, not into an open file object")
     if not isinstance(tree, dict):
-        raise TypeError(f"save: expected a dict, got {type(tree).__name__}")
+        hint = "; save its state_dict()" if hasattr(tree, "state_dict") else ""
+        raise TypeError(f"save: expected a dict, got {type(tree).__name__}{hint}")
     arrays: dict[str, np.ndarray] = {}
     int_keys: list[list[str]] = []
     plain = _split(tree, [], arrays, int_keys)
     arrays[_JSON_KEY] = np.array(json.dumps(plain))
     if int_keys:
         arrays[_INT_KEYS] = np.array(json.dumps(int_keys))
-    path = os.fspath(path)
+    path = os.fspath(f)
     fd, tmp = _create_temporary(os.path.dirname(os.path.abspath(path)))
     try:
         with os.fdopen(fd, "wb") as f:

@@ -90,7 +90,7 @@ def test_resume_of_a_file_that_is_not_a_checkpoint(tmp_path, capsys):
     code, _, err = run_main(capsys, "--resume", "--out", str(tmp_path))
     assert code == 2 and "not a readable minigrad checkpoint" in one_line(err)
 
-    mg.save(tmp_path / CHECKPOINT, {"weights": np.zeros(3)})  # a valid file, but not train.py's
+    mg.save({"weights": np.zeros(3)}, tmp_path / CHECKPOINT)  # a valid file, but not train.py's
     code, _, err = run_main(capsys, "--resume", "--out", str(tmp_path))
     assert code == 2 and "is not a checkpoint of this train.py: model, optim, step, settings" in one_line(err)
     code, _, err = run_main(capsys, "explain", "--out", str(tmp_path))
@@ -101,11 +101,11 @@ def test_resume_of_a_checkpoint_with_settings_that_cannot_work(tmp_path, capsys)
     assert run_main(capsys, "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
     ckpt = load_checkpoint(str(tmp_path))
     ckpt["settings"]["lr"] = float("nan")
-    mg.save(tmp_path / CHECKPOINT, ckpt)
+    mg.save(ckpt, tmp_path / CHECKPOINT)
     code, _, err = run_main(capsys, "--resume", "--out", str(tmp_path))
     assert code == 2 and "is not a usable checkpoint: --lr must be a finite number" in one_line(err)
     ckpt["settings"]["lr"], ckpt["settings"]["preset"] = 1e-3, "huge"
-    mg.save(tmp_path / CHECKPOINT, ckpt)
+    mg.save(ckpt, tmp_path / CHECKPOINT)
     code, _, err = run_main(capsys, "explain", "--out", str(tmp_path))
     assert code == 2 and "--preset 'huge' is not one of tiny, small, medium" in one_line(err)
 

@@ -595,10 +595,10 @@ def test_bad_arguments_name_the_op(op, error, message, rand) -> None:
         "0 and '0'"])
 def test_save_refuses_what_load_cannot_read_back_before_writing(tree, error, message, tmp_path) -> None:
     path = tmp_path / "ckpt.npz"
-    mg.save(path, {"w": np.arange(3.0)})
+    mg.save({"w": np.arange(3.0)}, path)
     before = path.read_bytes()
     with pytest.raises(error, match=message):
-        mg.save(path, tree)
+        mg.save(tree, path)
     assert os.listdir(tmp_path) == ["ckpt.npz"] and path.read_bytes() == before
 
 
@@ -609,7 +609,7 @@ def test_keys_are_data_never_keyword_arguments(tmp_path) -> None:
     tree = {"file": np.arange(3), "allow_pickle": np.ones(2), "compress": 1, "kwds": {"args": np.zeros(1)},
             "state": {0: {"step": 3, "exp_avg": np.full(2, 0.5)}, 1: {}, 12: {"momentum_buffer": None}},
             "x.npy": np.ones(1), "-1": {-1: "minus one"}}
-    mg.save(path, tree)
+    mg.save(tree, path)
     back = mg.load(path)
     assert sorted(back, key=str) == sorted(tree, key=str) and list(back["state"]) == [0, 1, 12]
     assert back["state"][0]["step"] == 3 and back["state"][1] == {} and back["state"][12] == {"momentum_buffer": None}
@@ -621,11 +621,11 @@ def test_keys_are_data_never_keyword_arguments(tmp_path) -> None:
 
 def test_save_refuses_a_tree_that_is_not_a_dict(tmp_path) -> None:
     with pytest.raises(TypeError, match="save: expected a dict, got list"):
-        mg.save(tmp_path / "x.npz", [np.zeros(2)])
+        mg.save([np.zeros(2)], tmp_path / "x.npz")
 
 
 def test_tuples_and_special_floats_round_trip(tmp_path) -> None:
-    mg.save(tmp_path / "x.npz", {"cfg": {"betas": (0.9, 0.99), "inf": float("inf"), "s": "é", "n": None}})
+    mg.save({"cfg": {"betas": (0.9, 0.99), "inf": float("inf"), "s": "é", "n": None}}, tmp_path / "x.npz")
     assert mg.load(tmp_path / "x.npz") == {"cfg": {"betas": [0.9, 0.99], "inf": float("inf"), "s": "é", "n": None}}
 
 
@@ -634,7 +634,7 @@ def test_saved_file_gets_the_users_umask(umask, tmp_path) -> None:
     """tempfile.mkstemp creates 0600 files, and the rename kept that mode."""
     previous = os.umask(umask)
     try:
-        mg.save(tmp_path / "ckpt.npz", {"w": np.zeros(2)})
+        mg.save({"w": np.zeros(2)}, tmp_path / "ckpt.npz")
     finally:
         os.umask(previous)
     assert stat.S_IMODE(os.stat(tmp_path / "ckpt.npz").st_mode) == 0o666 & ~umask
@@ -687,7 +687,7 @@ def test_crafted_files_end_in_the_documented_error(name, tmp_path) -> None:
 
 def test_unsupported_compression_ends_in_the_documented_error(tmp_path) -> None:
     path = tmp_path / "ckpt.npz"
-    mg.save(path, {"w": np.zeros(2)})
+    mg.save({"w": np.zeros(2)}, path)
     data = bytearray(path.read_bytes())
     for header in (b"PK\x03\x04", b"PK\x01\x02"):  # local and central headers: compression method 99
         start = 0

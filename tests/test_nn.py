@@ -3,6 +3,7 @@ conversion, state dicts (and their refusals), seeded and GPT-2-style initialisat
 mg.load (round trip, atomic writes, corrupted and missing files).
 """
 
+import io
 import math
 import os
 
@@ -250,7 +251,7 @@ def test_save_and_load_round_trip(tmp_path):
         "config": {"name": "tiny", "lr": 3e-4, "steps": 10, "flag": True, "nothing": None, "sizes": [1, 2, 3]},
     }
     path = tmp_path / "checkpoint.npz"
-    mg.save(path, tree)
+    mg.save(tree, path)
     loaded = mg.load(path)
     assert set(loaded) == set(tree)
     assert_same_params(loaded["model"], {k: np.asarray(v) for k, v in tree["model"].items()})
@@ -264,15 +265,28 @@ def test_save_and_load_round_trip(tmp_path):
     assert_same_params(params_of(fresh), params_of(model))
 
 
+def test_save_takes_the_object_first_and_refuses_the_old_order_a_file_object_and_a_module(tmp_path):
+    """torch.save(obj, f)'s order; the old path-first call is refused with the new one spelled out."""
+    path = tmp_path / "w.npz"
+    with pytest.raises(TypeError, match=r"the object comes first, then the path, as in torch.save\(obj, f\): "
+                                        r"mg.save\(tree, '.*w.npz'\)"):
+        mg.save(path, {"w": np.zeros(2)})
+    with pytest.raises(TypeError, match="f must be a path"):
+        mg.save({"w": np.zeros(2)}, io.BytesIO())
+    with pytest.raises(TypeError, match=r"expected a dict, got Linear; save its state_dict\(\)"):
+        mg.save(nn.Linear(2, 2), path)
+    assert not path.exists()
+
+
 def test_save_refuses_keys_that_would_not_round_trip(tmp_path):
     with pytest.raises(ValueError, match="without '/'"):
-        mg.save(tmp_path / "x.npz", {"a/b": np.zeros(2)})
+        mg.save({"a/b": np.zeros(2)}, tmp_path / "x.npz")
     assert os.listdir(tmp_path) == []
 
 
 def test_save_is_atomic_when_writing_fails(tmp_path, monkeypatch):
     path = tmp_path / "checkpoint.npz"
-    mg.save(path, {"w": np.arange(4.0), "step": 1})
+    mg.save({"w": np.arange(4.0), "step": 1}, path)
 
     def failing_write(entry, array, **options):
         entry.write(b"\x93NUMPY half an array")  # a partial write, then the disk fills up
@@ -280,7 +294,7 @@ def test_save_is_atomic_when_writing_fails(tmp_path, monkeypatch):
 
     monkeypatch.setattr(np.lib.format, "write_array", failing_write)
     with pytest.raises(OSError, match="No space left"):
-        mg.save(path, {"w": np.zeros(4), "step": 2})
+        mg.save({"w": np.zeros(4), "step": 2}, path)
     monkeypatch.undo()
     assert os.listdir(tmp_path) == ["checkpoint.npz"]  # no temporary file left behind
     loaded = mg.load(path)
@@ -290,7 +304,7 @@ def test_save_is_atomic_when_writing_fails(tmp_path, monkeypatch):
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "foreign npz", "npy"])
 def test_load_refuses_a_damaged_file_with_a_clear_error(tmp_path, damage):
     path = tmp_path / "checkpoint.npz"
-    mg.save(path, small_gpt().state_dict())
+    mg.save(small_gpt().state_dict(), path)
     data = path.read_bytes()
     if damage == "truncate":
         path.write_bytes(data[: len(data) // 2])

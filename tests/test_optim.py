@@ -286,7 +286,7 @@ def test_resuming_from_a_saved_checkpoint_is_bit_identical(tmp_path):
     first = tiny_gpt(0)
     first_opt = make_optimizer(first)
     train(first, first_opt, range(4))
-    mg.save(tmp_path / "ckpt.npz", {"model": first.state_dict(), "optimizer": first_opt.state_dict()})
+    mg.save({"model": first.state_dict(), "optimizer": first_opt.state_dict()}, tmp_path / "ckpt.npz")
     del first, first_opt
 
     resumed = tiny_gpt(1)  # different weights until loaded
@@ -453,7 +453,7 @@ def test_state_dict_round_trips_the_state_and_every_group_setting(tmp_path, name
     opt.param_groups[1]["initial_lr"] = 0.25  # a key of another's, as a learning-rate scheduler adds: kept too
     saved = opt.state_dict()
     assert [g["params"] for g in saved["param_groups"]] == [[0], [1, 2, 3]] and sorted(saved["state"]) == [0, 1, 2, 3]
-    mg.save(tmp_path / "opt.npz", {"optimizer": saved})
+    mg.save({"optimizer": saved}, tmp_path / "opt.npz")
     for source in (saved, mg.load(tmp_path / "opt.npz")["optimizer"]):
         other = make(optim.decay_groups(problem.model.named_parameters(), 0.0))  # defaults everywhere
         other.load_state_dict(source)

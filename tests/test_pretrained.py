@@ -249,7 +249,7 @@ def test_a_loaded_model_trains_saves_and_resumes(folders, tmp_path):
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < losses[0]
-    mg.save(str(tmp_path / "w.npz"), {"model": model.state_dict(), "optim": opt.state_dict()})
+    mg.save({"model": model.state_dict(), "optim": opt.state_dict()}, str(tmp_path / "w.npz"))
     saved = mg.load(str(tmp_path / "w.npz"))
     again = Llama.from_pretrained(str(folders["llama-gqa"][0]))
     again.load_state_dict(saved["model"])

@@ -137,7 +137,7 @@ def as_format_3(path: Path) -> None:
     ckpt["optim"] = {"step": steps.pop(), "lr": [g["lr"] for g in optim_state["param_groups"]],
                      "buffers": {str(i): {"m": s["exp_avg"], "v": s["exp_avg_sq"]}
                                  for i, s in sorted(optim_state["state"].items())}}
-    mg.save(path, ckpt)
+    mg.save(ckpt, path)
 
 
 def as_format_1(path: Path) -> None:
@@ -165,7 +165,7 @@ def as_format_1(path: Path) -> None:
     for name in [n for n in names if ".attn.q_proj." in n]:
         model[name.replace(".q_proj.", ".qkv.")] = np.concatenate(
             [model.pop(name.replace(".q_proj.", f".{part}.")) for part in ("q_proj", "k_proj", "v_proj")])
-    mg.save(path, ckpt)
+    mg.save(ckpt, path)
 
 
 def test_a_checkpoint_of_format_1_resumes_and_explains_as_it_would_have(tmp_path, capsys):
@@ -198,7 +198,7 @@ def as_format_2(path: Path) -> None:
     if ckpt["settings"]["task"] == "text":
         assert ckpt["settings"]["block_size"] == 31
         ckpt["settings"]["block_size"] = None
-    mg.save(path, ckpt)
+    mg.save(ckpt, path)
 
 
 @pytest.mark.parametrize("task", ["sort", "text"])
@@ -271,7 +271,7 @@ def test_a_checkpoint_of_a_newer_format_is_refused(tmp_path, capsys):
     assert run_main(capsys, "--task", "sort", "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
     ckpt = mg.load(tmp_path / CHECKPOINT)
     ckpt["format"] = 99
-    mg.save(tmp_path / CHECKPOINT, ckpt)
+    mg.save(ckpt, tmp_path / CHECKPOINT)
     code, _, err = run_main(capsys, "--resume", "--out", str(tmp_path))
     assert code == 2 and "has checkpoint format 99; this train.py reads formats 1 to 4" in err
 
