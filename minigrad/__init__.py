@@ -2,7 +2,7 @@
 Start at tensor.py (Tensor, Function, backward), then the op modules it ties to; docs/layout.md maps every module.
 """
 
-from minigrad import functional, lr_scheduler, nn, optim
+from minigrad import autograd, functional, lr_scheduler, nn, optim
 from minigrad.activations import log_softmax, softmax
 from minigrad.backend import cuda_available, manual_seed
 from minigrad.creation import (
@@ -76,18 +76,28 @@ from minigrad.shapes import (
     split,
     squeeze,
     stack,
+    t,
     transpose,
     tril,
     triu,
     unflatten,
     unsqueeze,
 )
-from minigrad.tensor import Function, Tensor, fused, is_fused_enabled, is_grad_enabled, no_grad
+from minigrad.tensor import (
+    Function,
+    Tensor,
+    enable_grad,
+    fused,
+    is_fused_enabled,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 
 __all__ = [
-    "Function", "GradcheckError", "Tensor", "bool_", "cuda_available", "float32", "float64", "functional", "fused",
-    "gradcheck", "int64", "is_fused_enabled", "is_grad_enabled", "load", "lr_scheduler", "manual_seed", "nn",
-    "no_grad", "optim", "save",
+    "Function", "GradcheckError", "Tensor", "autograd", "bool_", "cuda_available", "enable_grad", "float32", "float64",
+    "functional", "fused", "gradcheck", "int64", "is_fused_enabled", "is_grad_enabled", "load", "lr_scheduler",
+    "manual_seed", "nn", "no_grad", "optim", "save", "set_grad_enabled",
     # creation (creation.py)
     "arange", "as_tensor", "eye", "from_numpy", "full", "full_like", "ones", "ones_like", "randn", "tensor", "zeros",
     "zeros_like",
@@ -96,7 +106,7 @@ __all__ = [
     "pow", "rsqrt", "sigmoid", "sin", "sqrt", "sub", "tanh", "where",
     "all", "amax", "amin", "any", "argmax", "argmin", "cumsum", "logsumexp", "max", "mean", "min", "prod", "std", "sum",
     "var",
-    "cat", "chunk", "concatenate", "flatten", "flip", "gather", "permute", "reshape", "split", "squeeze", "stack",
+    "cat", "chunk", "concatenate", "flatten", "flip", "gather", "permute", "reshape", "split", "squeeze", "stack", "t",
     "transpose", "tril", "triu", "unflatten", "unsqueeze",
     "matmul", "softmax", "log_softmax",
 ]

@@ -77,7 +77,7 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
     along = _axis("softmax", x, dim)
     if along is None:
         return _empty_or_scalar(SoftmaxFunction, x)
-    if is_fused_enabled() and along == x.ndim - 1 and x.size:  # speed: the fused kernel, under mg.fused()
+    if is_fused_enabled() and along == x.ndim - 1 and x.numel():  # speed: the fused kernel, under mg.fused()
         return FusedSoftmaxFunction.apply(x)
     return SoftmaxFunction.apply(x, axis=along)
 
@@ -94,7 +94,7 @@ def _axis(op: str, x: Tensor, dim: int) -> int | None:
     """The axis to normalise along, checked; None for a 0-d or an empty x."""
     check_float(op, x)
     along = as_axis(op, dim, x.shape, new=not x.ndim)  # a 0-d x takes dim 0 or -1, as in PyTorch
-    return None if x.ndim == 0 or x.size == 0 else along
+    return None if x.ndim == 0 or 0 in x.shape else along
 
 
 def _empty_or_scalar(fn: type[Function], x: Tensor) -> Tensor:
@@ -194,7 +194,7 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     if approximate == "none":
         return GeluErfFunction.apply(x)
     if approximate == "tanh":
-        if is_fused_enabled() and x.size:  # speed: the fused kernel, under mg.fused()
+        if is_fused_enabled() and x.numel():  # speed: the fused kernel, under mg.fused()
             return FusedGeluFunction.apply(x)
         return GeluFunction.apply(x)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")

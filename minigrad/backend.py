@@ -56,6 +56,9 @@ def is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) or (cupy is not None and isinstance(value, cupy.ndarray))
 
 
+ARRAY_TYPES = frozenset((np.ndarray,) if cupy is None else (np.ndarray, cupy.ndarray))  # exact types, as arrays are
+
+
 def device_of(array: Array) -> str:
     return "cuda" if get_array_module(array) is not np else "cpu"
 

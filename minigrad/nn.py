@@ -109,7 +109,7 @@ class Module:
         return self
 
     def num_parameters(self) -> int:
-        return sum(p.size for p in self.parameters())
+        return sum(p.numel() for p in self.parameters())
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Drop every parameter's gradient (set_to_none=False: set it to zeros in place)."""

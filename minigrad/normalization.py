@@ -116,7 +116,7 @@ def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor 
         weight, bias = (None if p is None else p.reshape(n) for p in (weight, bias))
         return layer_norm(x.reshape(x.shape[:x.ndim - len(shape)] + (n,)), n, weight, bias, eps).reshape(x.shape)
     affine = () if weight is None else (weight,) if bias is None else (weight, bias)
-    fn = FusedLayerNormFunction if is_fused_enabled() and x.size else LayerNormFunction  # speed: under mg.fused()
+    fn = FusedLayerNormFunction if is_fused_enabled() and x.numel() else LayerNormFunction  # speed: under mg.fused()
     return fn.apply(x, *affine, eps=eps)
 
 

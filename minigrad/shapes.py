@@ -61,6 +61,30 @@ def reshape(x: Tensor, *shape: int) -> Tensor:
     return Reshape.apply(x, shape=int_tuple("reshape", shape))
 
 
+def view(x: Tensor, *shape: int) -> Tensor:
+    """x's elements read in another shape, always in x's memory, as torch's view: refused where the memory does not
+    allow it (x.T.view(-1) would need a copy), as in PyTorch; x.reshape(...) copies there."""
+    if not shape:  # torch refuses it too: x.view(()) is the 0-d shape
+        raise TypeError(f"view: expected a shape, got none, for a tensor of shape {x.shape}")
+    if len(shape) == 1 and not isinstance(shape[0], (tuple, list)) and not hasattr(shape[0], "__index__"):
+        raise TypeError(f"view: expected a shape, got {shape[0]!r}; view(dtype), which reads the bits as another "
+                        "dtype, is not supported: x.to(dtype) converts the values")
+    y = reshape(x, *shape)
+    if y.data.size and not backend.get_array_module(x.data).may_share_memory(y.data, x.data):
+        raise RuntimeError(f"view: a tensor of shape {x.shape} and strides {x.data.strides} cannot be read as shape "
+                           f"{y.shape} without a copy (one of its dimensions spans two separate parts of memory, as "
+                           "after a transpose); use x.reshape(...), which copies, or x.contiguous().view(...)")
+    return y
+
+
+def t(x: Tensor) -> Tensor:
+    """The transpose of a matrix (x.T for 0, 1 or 2 dimensions), as torch.t; more dimensions are refused, as there."""
+    if x.ndim > 2:
+        raise ValueError(f"t: expects a tensor of at most 2 dimensions, got shape {x.shape}; x.transpose(-2, -1) swaps "
+                         "the last two dimensions")
+    return permute(x, *reversed(range(x.ndim)))
+
+
 def permute(x: Tensor, *dims: int) -> Tensor:
     """Reorder all the axes: output axis i is input axis dims[i] (torch.permute; NumPy's transpose)."""
     order = int_tuple("permute", dims)
@@ -533,7 +557,7 @@ def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
     if indices.dtype.kind not in "iu":
         raise TypeError(f"one_hot: class indices must be integers, got dtype {indices.dtype}")
     if num_classes == -1:
-        if indices.size == 0:
+        if indices.numel() == 0:
             raise ValueError("one_hot: an empty tensor has no largest index; pass num_classes")
         num_classes = int(indices.data.max()) + 1
     if num_classes < 1:

@@ -6,15 +6,19 @@ matmul.py, activations.py) defines Functions, and Tensor's operators call those 
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from minigrad import backend
-from minigrad.arrays import as_array
+from minigrad.arrays import as_array, as_axis
 from minigrad.dtypes import DEFAULT_FLOAT, DType, check_same_device_and_dtype, number_dtype, number_kind
 
 # ---- per-thread switches: grad mode, fused kernels, the function hook ----
@@ -47,14 +51,86 @@ class _Switch(contextlib.ContextDecorator):
     def __exit__(self, *exc: object) -> None:
         setattr(_modes, self.name, self.saved.pop())
 
+    def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        """As a decorator: the function runs inside the block; a generator function's body too, each time it resumes
+        (its caller keeps its own setting in between), as PyTorch's decorators do."""
+        if not inspect.isgeneratorfunction(func):
+            return super().__call__(func)
 
-class no_grad(_Switch):
+        @functools.wraps(func)
+        def resumed_inside(*args: Any, **kwargs: Any) -> Any:
+            gen, sent, thrown = func(*args, **kwargs), None, None
+            while True:
+                with self:
+                    try:
+                        value = gen.send(sent) if thrown is None else gen.throw(thrown)
+                    except StopIteration as stop:
+                        return stop.value
+                try:
+                    sent, thrown = (yield value), None
+                except GeneratorExit:
+                    with self:
+                        gen.close()
+                    raise
+                except BaseException as err:  # thrown into the generator: its body handles it inside the block
+                    sent, thrown = None, err
+
+        return resumed_inside
+
+
+class _GradSwitch(_Switch):
+    """no_grad and enable_grad: a with-block, or a decorator with or without parentheses (@mg.no_grad), as in
+    PyTorch."""
+
+    name = "grad"
+    value = True
+
+    def __new__(cls, func: Callable[..., Any] | None = None) -> Any:
+        if func is None:
+            return super().__new__(cls)
+        if not callable(func):
+            raise TypeError(f"{cls.__name__}() takes no arguments; as a decorator it is @mg.{cls.__name__} or "
+                            f"@mg.{cls.__name__}(), got {type(func).__name__} {func!r:.40}")
+        return cls()(func)  # @mg.no_grad without parentheses: the decorated function
+
+    def __init__(self, func: Callable[..., Any] | None = None) -> None:
+        super().__init__(self.value)
+
+
+class no_grad(_GradSwitch):
     """`with mg.no_grad():` (or as a decorator): nothing inside is recorded for backward."""
+
+    value = False
+
+
+class enable_grad(_GradSwitch):
+    """`with mg.enable_grad():` (or as a decorator): grad mode on inside, also within a no_grad block."""
+
+    value = True
+
+
+class set_grad_enabled(_Switch):
+    """Grad mode on or off, as torch.set_grad_enabled: at once, as a function call (mg.set_grad_enabled(False)), or
+    for a with-block, which then restores the mode found at the call; as a decorator only for the function."""
 
     name = "grad"
 
-    def __init__(self) -> None:
-        super().__init__(False)
+    def __init__(self, mode: bool) -> None:
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled: mode must be True or False, got {type(mode).__name__} {mode!r:.40}")
+        super().__init__(mode)
+        self.found, _modes.grad = _modes.grad, mode  # found: restored by the first exit (None once entered)
+
+    def __enter__(self) -> None:
+        if self.found is None:
+            return super().__enter__()
+        self.saved.append(self.found)  # `with mg.set_grad_enabled(m):` the call switched already; the exit restores
+        self.found, _modes.grad = None, self.value
+
+    def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        if self.found is not None:  # as a decorator, the call's switch is undone: only the function runs in `mode`
+            self.found, _modes.grad = None, self.found
+        return super().__call__(func)
 
 
 def is_grad_enabled() -> bool:
@@ -121,8 +197,8 @@ class Function:
             if i and (t.dtype != arrays[0].dtype or type(t._data) is not type(arrays[0])):  # another dtype or device
                 check_same_device_and_dtype(op, inputs)  # raises, naming every input's shape and dtype or device
             arrays.append(t._data)
-            needs.append(t.requires_grad)
-            edges.append((t._ctx or t) if t.requires_grad else None)  # the node that computed t, or t itself
+            needs.append(t._requires_grad)
+            edges.append((t._ctx or t) if t._requires_grad else None)  # the node that computed t, or t itself
         fn = cls()
         requires_grad = _modes.grad and any(needs)
         if requires_grad:
@@ -157,15 +233,24 @@ class Function:
         return results if isinstance(out, tuple) else results[0]
 
     def forward(self, *arrays: Any, **options: Any) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not define forward(self, *arrays, **options), which "
+                                  "returns the output array (docs/backward.md, 'Writing your own Function')")
 
     def backward(self, dout: Any) -> tuple[Any, ...]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not define backward(self, dout), which returns one "
+                                  "gradient per input (docs/backward.md, 'Writing your own Function')")
 
     def release(self) -> None:
-        """Drop the saved arrays and the inputs once backward has used them."""
-        self.__dict__.clear()
-        self.parents = None
+        """Drop the arrays saved for backward once it has used them, and with them the inputs: backward() refuses to
+        pass again. A node that saved no array (add, reshape: shapes only) stays whole, and may, as in PyTorch."""
+        freed = False
+        for key, value in tuple(self.__dict__.items()):  # a plain loop: no comprehension joins the walk (test_layout)
+            if type(value) in backend.ARRAY_TYPES or type(value) in (tuple, list) \
+                    and not backend.ARRAY_TYPES.isdisjoint(map(type, value)):  # an array, or a tuple holding one
+                del self.__dict__[key]
+                freed = True
+        if freed:
+            self.parents = None
 
 
 class Output(Function):
@@ -192,7 +277,7 @@ class Tensor:
     the array for backward refuses to run once the version has moved on, as in PyTorch.
     """
 
-    __slots__ = ("_data", "grad", "requires_grad", "_ctx", "_hooks", "_version_counter", "_view")
+    __slots__ = ("_data", "_grad", "_requires_grad", "_ctx", "_hooks", "_version_counter", "_view", "__weakref__")
     __hash__ = object.__hash__  # == builds a comparison tensor, so hash by identity
     __array_ufunc__ = None  # np.float64(2) * x: NumPy defers to Tensor.__rmul__ instead of making an object array
 
@@ -201,8 +286,8 @@ class Tensor:
         """A new leaf holding a copy of `data`, as torch.tensor makes one; copy=False shares an array that already has
         the dtype and device asked for (as torch.as_tensor), and then its version too where `data` is a tensor."""
         self._data = as_array(data, dtype, device, copy=copy)
-        self.grad = None
-        self.requires_grad = False
+        self._grad = None
+        self._requires_grad = False
         self._ctx: Function | None = None
         self._hooks: tuple[Any, ...] = ()
         shared = isinstance(data, Tensor) and self._data is data._data
@@ -214,21 +299,45 @@ class Tensor:
     def wrap(cls, data: Any, requires_grad: bool = False) -> Tensor:
         """A tensor around `data`, already a backend array (or a NumPy scalar): no copy, no check; for op results."""
         t = object.__new__(cls)
-        t._data, t.grad, t.requires_grad, t._ctx, t._hooks = _array(data), None, requires_grad, None, ()
+        t._data, t._grad, t._requires_grad, t._ctx, t._hooks = _array(data), None, requires_grad, None, ()
         t._version_counter, t._view = [0], None
         return t
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        self.requires_grad = requires_grad
+        return self
+
+    def _set_requires_grad(self, requires_grad: bool) -> None:
+        """x.requires_grad = flag (and requires_grad_): a leaf's flag, for a floating-point tensor, as in PyTorch."""
         if not isinstance(requires_grad, bool):  # "yes" or 0 would pass as a flag; PyTorch refuses them too
             raise TypeError(f"requires_grad must be True or False, got {type(requires_grad).__name__} "
                             f"{requires_grad!r:.40}")
         if requires_grad and self._data.dtype.kind != "f":
             raise TypeError(f"only floating-point tensors can require grad, got dtype {self.dtype}")
         if not requires_grad and self._ctx is not None:
-            raise RuntimeError(f"requires_grad_(False): only a leaf's flag can change, and this tensor was computed by "
-                               f"{self._ctx._op}; x.detach() gives its values outside the graph")
-        self.requires_grad = requires_grad
-        return self
+            raise RuntimeError(f"requires_grad = False: only a leaf's flag can change, and this tensor was computed "
+                               f"by {self._ctx._op}; x.detach() gives its values outside the graph")
+        self._requires_grad = requires_grad
+
+    def _set_grad(self, grad: Any) -> None:
+        """x.grad = array (or tensor, or None): refused unless of x's shape, dtype and device, as in PyTorch; .grad is
+        then that array itself, which backward() adds into."""
+        if grad is self:
+            raise RuntimeError("grad: a tensor cannot be assigned as its own grad")
+        array = grad._data if isinstance(grad, Tensor) else _array(grad)
+        if array is not None:
+            if not backend.is_array(array):
+                raise TypeError(f"grad: expected a NumPy or CuPy array, a tensor or None, got {type(grad).__name__}")
+            found = (tuple(array.shape), array.dtype, backend.device_of(array))
+            if found != (self.shape, self.dtype, self.device):
+                raise RuntimeError(f"grad: assigned a gradient of shape {found[0]}, dtype {found[1]} on {found[2]} "
+                                   f"to a tensor of shape {self.shape}, dtype {self.dtype} on {self.device}; it must "
+                                   "match all three")
+        self._grad = array
+
+    # the getters are C (attrgetter), so that reading them costs no call of ours: the engine reads them on every op
+    requires_grad = property(attrgetter("_requires_grad"), _set_requires_grad, doc="Whether backward() reaches it")
+    grad = property(attrgetter("_grad"), _set_grad, doc="d(loss)/d(self) once backward() has run: an array, or None")
 
     # -- what it is --
     def _set_data(self, value: Any) -> None:
@@ -247,9 +356,19 @@ class Tensor:
     shape = property(lambda self: self._data.shape)
     ndim = property(lambda self: self._data.ndim)
     dtype = property(lambda self: self._data.dtype)
-    size = property(lambda self: self._data.size)
     device = property(lambda self: backend.device_of(self._data))
     _version = property(lambda self: self._version_counter[0])  # as PyTorch's x._version: writes counted so far
+
+    def size(self, dim: int | None = None) -> tuple[int, ...] | int:
+        """The shape, or with a dim that axis's length, as PyTorch's x.size(); numel() counts the elements."""
+        return self.shape if dim is None else self.shape[as_axis("size", dim, self.shape)]
+
+    def numel(self) -> int:
+        """The number of elements (NumPy's size)."""
+        return self._data.size
+
+    def dim(self) -> int:
+        return self._data.ndim
 
     @property
     def is_leaf(self) -> bool:
@@ -289,7 +408,7 @@ class Tensor:
         return bool((self == element).any())
 
     def __bool__(self) -> bool:
-        if self.size != 1:
+        if self._data.size != 1:
             raise RuntimeError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any() or .all()")
         return bool(self.item())
 
@@ -299,7 +418,7 @@ class Tensor:
         return backend.to_numpy(self._data)
 
     def item(self) -> float | int | bool:
-        if self.size != 1:
+        if self._data.size != 1:
             raise RuntimeError(f"item(): only a one-element tensor has an item, this one has shape {self.shape}")
         return self._data.reshape(()).item()
 
@@ -313,7 +432,7 @@ class Tensor:
         return int(self._scalar("int"))
 
     def _scalar(self, what: str) -> float | int | bool:
-        if self.size != 1:  # a ValueError here, as PyTorch's (item() raises a RuntimeError, as PyTorch's)
+        if self._data.size != 1:  # a ValueError here, as PyTorch's (item() raises a RuntimeError, as PyTorch's)
             raise ValueError(f"{what}(): only a one-element tensor converts to a Python number, this one has shape "
                              f"{self.shape}")
         return self.item()
@@ -325,7 +444,7 @@ class Tensor:
 
     def __format__(self, spec: str) -> str:
         """f"{loss:.4f}" formats a one-element tensor's value; f"{x}" is a 0-d tensor's value (as PyTorch's)."""
-        if self.size == 1 and (self.ndim == 0 or spec):
+        if self._data.size == 1 and (self.ndim == 0 or spec):
             return format(self.item(), spec)
         return object.__format__(self, spec)
 
@@ -362,54 +481,67 @@ class Tensor:
         """A copy in new memory, in the graph (dx = dout), as PyTorch's clone."""
         return elementwise.clone(self)
 
+    def is_contiguous(self) -> bool:
+        """Whether its elements lie in memory in row-major order, one after another (not after a transpose)."""
+        return bool(self._data.flags.c_contiguous)
+
+    def contiguous(self) -> Tensor:
+        """This tensor if contiguous, else a row-major copy in the graph (clone), as PyTorch's: what view() needs."""
+        return self if self.is_contiguous() else elementwise.clone(self)
+
     # -- autograd --
-    def backward(self, grad: Any = None, retain_graph: bool = False) -> None:
-        """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad; `grad` is d(loss)/d(self),
-        needed when self is not a scalar. The graph's saved arrays are freed unless retain_graph=True."""
-        if self._view is not None and self._view.version != self._version_counter[0]:
-            self._view.refresh(self)
-        if not self.requires_grad:
-            raise RuntimeError(
-                "backward(): this tensor does not require grad: no input it was computed from has "
-                "requires_grad=True, or it was computed under no_grad()"
-            )
-        if grad is None:
-            if self.size != 1:
-                raise RuntimeError(
-                    f"backward(): output of shape {self.shape} is not a scalar; pass its gradient, "
-                    "y.backward(dy), or reduce it first (y.sum(), y.mean())"
-                )
-            grad = backend.get_array_module(self._data).ones_like(self._data)
-        else:
-            grad = as_array(grad, self.dtype, self.device, "backward")
-            if grad.shape != self.shape:
-                raise ValueError(f"backward(): gradient of shape {grad.shape} for a tensor of shape {self.shape}")
-        _run_backward(self, grad, retain_graph)
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
+                 inputs: Tensor | Sequence[Tensor] | None = None) -> None:
+        """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad, or only of `inputs` (leaves or
+        not); `gradient` is d(loss)/d(self), needed when self is not a scalar. The graph's saved arrays are freed
+        unless retain_graph=True. As torch.Tensor.backward; create_graph=True is refused (see mg.autograd.grad)."""
+        targets = None if inputs is None else _targets("backward", inputs)
+        for t in (targets or {}).values():  # a non-leaf input retains its gradient, from now on too, as in PyTorch
+            t.retain_grad()
+        captured = _run_backward("backward", (self,), (gradient,), bool(retain_graph), create_graph, targets)
+        for key, t in (targets or {}).items():  # the leaves among the inputs (retain_grad's hook stored the others)
+            g = captured.get(key)
+            if g is not None and t.is_leaf:  # accumulated as the sweep does a leaf's: g is ours (a copy)
+                if t._grad is None:
+                    t._grad = g
+                else:
+                    t._grad += g
 
     def zero_grad(self) -> None:
-        self.grad = None
+        self._grad = None
 
-    def register_hook(self, hook: Callable[[Tensor], Any]) -> None:
+    def register_hook(self, hook: Callable[[Tensor], Any]) -> RemovableHandle:
         """Call hook(grad) with d(loss)/d(self) when backward() reaches this tensor, in the order registered;
         a tensor (or array) of the same shape that it returns replaces the gradient. It must not change grad.
-        An in-place write into self later leaves the hook with the values it was registered on, as in PyTorch."""
+        An in-place write into self later leaves the hook with the values it was registered on, as in PyTorch.
+        Returns a handle: handle.remove() takes the hook off again."""
         self._refresh_if_stale()
-        if not self.requires_grad:
+        if not self._requires_grad:
             raise RuntimeError(f"register_hook: this tensor of shape {self.shape} does not require grad, "
                                "so backward() never reaches it")
+        if not callable(hook):
+            raise TypeError(f"register_hook: expected a function of the gradient, got {type(hook).__name__}")
         edge = self._ctx or self  # the graph edge that stands for this tensor: its node, or itself
         # retain_grad's hook stays last, so .grad shows the gradient after every other hook (as PyTorch)
         edge._hooks = tuple(sorted((*edge._hooks, hook), key=lambda h: isinstance(h, _RetainGrad)))
+        return RemovableHandle(edge, "_hooks", hook)
 
     def retain_grad(self) -> None:
         """Keep d(loss)/d(self) in `.grad` after backward(), also for an intermediate result (leaves keep theirs
         anyway); like a leaf's, it accumulates over backward() calls. After an in-place write it is the gradient
-        of the latest values."""
+        of the latest values. The graph holds the tensor weakly: it lives as long as you keep it, as in PyTorch."""
         self._refresh_if_stale()
-        if not self.requires_grad:
+        if not self._requires_grad:
             raise RuntimeError(f"retain_grad: this tensor of shape {self.shape} does not require grad")
-        if self._ctx is not None and not any(isinstance(h, _RetainGrad) for h in self._ctx._hooks):
+        if not self.retains_grad and self._ctx is not None:
             self.register_hook(_RetainGrad(self))
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether retain_grad() was called on this intermediate result (False for a leaf, as in PyTorch)."""
+        self._refresh_if_stale()
+        hooks = () if self._ctx is None else self._ctx._hooks
+        return any(isinstance(h, _RetainGrad) and h.tensor() is self for h in hooks)
 
     # -- in place: each writes an op's result into this tensor's own memory, through _write --
     def add_(self, other: Any, *, alpha: float = 1) -> Tensor:
@@ -478,14 +610,14 @@ class Tensor:
         self._version_counter[0] += 1
         if result.requires_grad:
             _move_retained(self._ctx, result._ctx, self)
-            self._ctx, self.requires_grad = result._ctx, True
+            self._ctx, self._requires_grad = result._ctx, True
             if view is not None:  # the base now holds the new values where the view lies, the old ones elsewhere
                 base = view.base
                 before = Tensor.wrap(base._data, base.requires_grad)
                 before._ctx = base._ctx
                 after = shapes.CopySlices.apply(before, result, steps=view.steps)
                 _move_retained(base._ctx, after._ctx, base)
-                base._ctx, base.requires_grad = after._ctx, True
+                base._ctx, base._requires_grad = after._ctx, True
         if view is not None:
             view.version = self._version_counter[0]
         return self
@@ -569,17 +701,51 @@ class Tensor:
     def flip(self, *dims: int) -> Tensor: return shapes.flip(self, dims[0] if len(dims) == 1 else dims)
     def tril(self, diagonal: int = 0) -> Tensor: return shapes.tril(self, diagonal)
     def triu(self, diagonal: int = 0) -> Tensor: return shapes.triu(self, diagonal)
+    def view(self, *shape: int) -> Tensor: return shapes.view(self, *shape)
+    def t(self) -> Tensor: return shapes.t(self)
+
+    # dtype conversions as PyTorch names them, each x.to(dtype) (the same tensor where it already has that dtype);
+    # last in the class, as their names are the builtins' within the class body
+    def float(self) -> Tensor: return self.to(np.float32)
+    def double(self) -> Tensor: return self.to(np.float64)
+    def long(self) -> Tensor: return self.to(np.int64)
+    def int(self) -> Tensor: return self.to(np.int32)
+    def bool(self) -> Tensor: return self.to(np.bool_)
 
 
 class _RetainGrad:
-    """The hook that retain_grad() registers: it stores the gradient in the tensor's .grad."""
+    """The hook that retain_grad() registers: it stores the gradient in the tensor's .grad, while the tensor lives."""
 
     def __init__(self, tensor: Tensor) -> None:
-        self.tensor = tensor  # kept alive by its node's hook, as long as the graph is
+        self.tensor = weakref.ref(tensor)  # the graph does not keep it alive (y = x * 2; y.retain_grad(); del y)
 
     def __call__(self, grad: Tensor) -> None:
-        t = self.tensor
-        t.grad = grad.data.copy() if t.grad is None else _array(t.grad + grad.data)
+        t = self.tensor()
+        if t is not None:
+            t._grad = grad.data.copy() if t._grad is None else _array(t._grad + grad.data)
+
+
+class RemovableHandle:
+    """What register_hook (and a Module's forward hooks) return, as torch.utils.hooks.RemovableHandle: remove() takes
+    that one hook off again (a no-op once done, or once its owner is gone); `with handle:` removes it at the end."""
+
+    def __init__(self, owner: Any, attribute: str, entry: Any) -> None:
+        self.owner, self.attribute, self.entry = weakref.ref(owner), attribute, entry
+
+    def remove(self) -> None:
+        owner = self.owner()
+        hooks = () if owner is None else getattr(owner, self.attribute)
+        for i, h in enumerate(hooks):
+            if h is self.entry:  # this registration only: the same function registered twice has two entries
+                object.__setattr__(owner, self.attribute, hooks[:i] + hooks[i + 1:])
+                break
+        self.entry = None
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
 
 
 def increment_version(tensor: Tensor) -> None:
@@ -593,7 +759,7 @@ def _move_retained(old: Function | None, new: Function | None, tensor: Tensor) -
     its new values, so that .grad is the gradient of the latest version (as in PyTorch); other hooks stay."""
     if old is None or new is None:
         return
-    moved = tuple(h for h in old._hooks if isinstance(h, _RetainGrad) and h.tensor is tensor)
+    moved = tuple(h for h in old._hooks if isinstance(h, _RetainGrad) and h.tensor() is tensor)
     if moved:
         old._hooks = tuple(h for h in old._hooks if h not in moved)
         new._hooks = (*new._hooks, *moved)
@@ -632,7 +798,7 @@ class _View:
         finally:
             _modes.grad = grad
         _move_retained(t._ctx, v._ctx, t)
-        t._ctx, t.requires_grad, self.version = v._ctx, v.requires_grad, t._version_counter[0]
+        t._ctx, t._requires_grad, self.version = v._ctx, v._requires_grad, t._version_counter[0]
 
 
 def _share_memory(x: Tensor, results: tuple[Tensor, ...], cls: type[Function], options: dict[str, Any],
@@ -647,57 +813,171 @@ def _share_memory(x: Tensor, results: tuple[Tensor, ...], cls: type[Function], o
             r._view = _View(base, (*steps, (cls, options, i if several else None)), x._version_counter[0])
 
 
-def _run_backward(root: Tensor, grad: Any, retain_graph: bool) -> None:
+_FREED = ("backward(): this graph was already used by a backward() call and its saved arrays were freed; pass "
+          "retain_graph=True to the first call to go through it twice")
+
+
+def _run_backward(op: str, outputs: Sequence[Tensor], gradients: Sequence[Any], retain_graph: bool,
+                  create_graph: bool, targets: dict[int, Tensor] | None = None, early: bool = False) -> dict[int, Any]:
     """Reverse-mode sweep over nodes (Functions) and leaves (Tensors), the two kinds of graph edge: each
-    one's gradient is complete once every consumer has sent its part."""
-    start = root._ctx or root
-    grads = {id(start): (grad, False)}  # id(edge) -> (gradient so far, do we own that array?)
-    for node in reversed(_topological_order(start)):
-        dout, owned = grads.pop(id(node), (None, False))
-        if dout is None:
-            continue
-        if node._hooks:
-            dout, owned = _run_hooks(node, dout), False
-        if isinstance(node, Tensor):  # a leaf: accumulate into .grad, which must own its memory
-            if node.grad is None:
-                node.grad = dout if owned else dout.copy()
-            else:
-                node.grad += dout
-            continue
-        if node.parents is None:  # after a node that refuses (a version check) comes first, as in PyTorch
-            raise RuntimeError("backward(): this graph was already used by a backward() call and its saved arrays "
-                               "were freed; pass retain_graph=True to the first call to go through it twice")
-        if isinstance(node, Output):  # one of several outputs: the node's backward gets them all at once
-            owner = node.parents[0]
-            grads.setdefault(id(owner), ([None] * owner.n_outputs, True))[0][node.index] = dout
+    one's gradient is complete once every consumer has sent its part. It starts from `outputs`, each with its
+    d(loss)/d(output) (None: 1 for a scalar). With `targets` (id of an edge -> its tensor), only the part of the graph
+    that leads to them runs, and their gradients are returned (after the hooks), leaving every leaf's .grad alone;
+    early=True takes the gradient of a target the sweep goes on past before its hooks, as torch.autograd.grad does."""
+    if create_graph:
+        raise NotImplementedError(f"{op}: create_graph=True (gradients of gradients) is not supported: backward "
+                                  "computes on arrays, outside the graph")
+    starts, grads = [], {}  # grads: id(edge) -> (gradient so far, do we own that array?)
+    for i, (t, grad) in enumerate(zip(outputs, gradients, strict=True)):
+        which = f"output {i}: " if len(outputs) > 1 else ""
+        if t._view is not None and t._view.version != t._version_counter[0]:
+            t._view.refresh(t)
+        if not t._requires_grad:
+            raise RuntimeError(f"{op}(): {which}this tensor does not require grad: no input it was computed from has "
+                               "requires_grad=True, or it was computed under no_grad()")
+        if grad is None:
+            if t._data.size != 1:
+                raise RuntimeError(f"{op}(): {which}output of shape {t.shape} is not a scalar; pass its gradient, "
+                                   "y.backward(dy), or reduce it first (y.sum(), y.mean())")
+            grad = backend.get_array_module(t._data).ones_like(t._data)
+        else:
+            grad = as_array(grad, t.dtype, t.device, op)
+            if grad.shape != t.shape:
+                raise ValueError(f"{op}(): {which}gradient of shape {grad.shape} for a tensor of shape {t.shape}")
+        start = t._ctx or t
+        starts.append(start)
+        total = grads.get(id(start))  # two outputs that are one tensor: their gradients add
+        grads[id(start)] = (grad, False) if total is None else (_array(total[0] + grad), True)
+    order = _topological_order(*starts)
+    needed = through = None
+    if targets is not None:
+        needed, through, freed = _leading_to(order, targets)
+    captured: dict[int, Any] = {}
+    enabled, _modes.grad = _modes.grad, False  # backward computes outside the graph: grad mode off, as in PyTorch
+    try:
+        for node in reversed(order):
+            dout, owned = grads.pop(id(node), (None, False))
+            if dout is None or needed is not None and id(node) not in needed:
+                continue
+            if needed is not None and early and id(node) in targets and id(node) in through:
+                captured[id(node)] = dout.copy()  # an input asked for that the sweep goes past: before its hooks
+            if node._hooks:
+                dout, owned = _run_hooks(node, dout), False
+            if needed is not None and id(node) in targets and id(node) not in captured:  # an input asked for
+                captured[id(node)] = dout if owned else dout.copy()
+                if id(node) not in through:
+                    continue
+            if isinstance(node, Tensor):  # a leaf: accumulate into .grad, which must own its memory
+                if node._grad is None:
+                    node._grad = dout if owned else dout.copy()
+                else:
+                    node._grad += dout
+                continue
+            if node.parents is None:  # after a node that refuses (a version check) comes first, as in PyTorch
+                raise RuntimeError(_FREED)
+            if isinstance(node, Output):  # one of several outputs: the node's backward gets them all at once
+                owner = node.parents[0]
+                grads.setdefault(id(owner), ([None] * owner.n_outputs, True))[0][node.index] = dout
+                if not retain_graph:
+                    node.release()
+                continue
+            for counter, seen, array_id in node.versions:  # an array this node saved, written in place since?
+                if counter[0] != seen:
+                    _refuse_modified(node, counter, seen, array_id)
+            for parent, dx in zip(node.parents, _input_grads(node, dout), strict=True):
+                if parent is None or dx is None:
+                    continue
+                dx = _array(dx)
+                if dx.shape != parent.shape or dx.dtype != parent.dtype:
+                    raise RuntimeError(
+                        f"{type(node).__name__}.backward returned a gradient of shape {dx.shape} and dtype "
+                        f"{dx.dtype} for an input of shape {parent.shape} and dtype {parent.dtype}"
+                        + ("; the gradient of an input that forward broadcast is summed back to its shape "
+                           "(arrays.unbroadcast)" if dx.shape != parent.shape else "")
+                    )
+                fresh = dx is not dout and dx.base is None  # speed: ours to add into (not dout, nor a view of it)
+                if id(parent) not in grads:
+                    grads[id(parent)] = (dx, fresh)
+                    continue
+                total, owned = grads[id(parent)]
+                if owned:
+                    total += dx  # speed: in place, as this array is ours (not a new array per extra use)
+                else:
+                    grads[id(parent)] = (_array(total + dx), True)
             if not retain_graph:
                 node.release()
-            continue
-        for counter, seen, array_id in node.versions:  # an array this node saved, written in place since?
-            if counter[0] != seen:
-                _refuse_modified(node, counter, seen, array_id)
-        for parent, dx in zip(node.parents, _input_grads(node, dout), strict=True):
-            if parent is None or dx is None:
-                continue
-            dx = _array(dx)
-            if dx.shape != parent.shape or dx.dtype != parent.dtype:
-                raise RuntimeError(
-                    f"{type(node).__name__}.backward returned a gradient of shape {dx.shape} and dtype "
-                    f"{dx.dtype} for an input of shape {parent.shape} and dtype {parent.dtype}"
-                    + ("; the gradient of an input that forward broadcast is summed back to its shape "
-                       "(arrays.unbroadcast)" if dx.shape != parent.shape else "")
-                )
-            fresh = dx is not dout and dx.base is None  # speed: ours to add into (not dout, nor a view of it)
-            if id(parent) not in grads:
-                grads[id(parent)] = (dx, fresh)
-                continue
-            total, owned = grads[id(parent)]
-            if owned:
-                total += dx  # speed: in place, as this array is ours (not a new array per extra use)
-            else:
-                grads[id(parent)] = (_array(total + dx), True)
-        if not retain_graph:
-            node.release()
+    finally:
+        _modes.grad = enabled
+    if targets is not None and freed and len(captured) < len(targets):
+        raise RuntimeError(_FREED)  # an input not reached: the way to it may have been freed
+    return captured
+
+
+def _leading_to(order: list[Function | Tensor], targets: dict[int, Tensor]) -> tuple[set[int], set[int], bool]:
+    """For a sweep toward `targets`: the edges it visits (the targets, and the nodes it goes through, those with an
+    input on the way to a target), as PyTorch runs only what the inputs asked for need; and whether a freed node
+    (whose inputs are forgotten) was met."""
+    through: set[int] = set()
+    freed = False
+    for node in order:  # each after its inputs
+        if isinstance(node, Function):
+            freed = freed or node.parents is None
+            if any(p is not None and (id(p) in targets or id(p) in through) for p in node.parents or ()):
+                through.add(id(node))
+    return through | targets.keys(), through, freed
+
+
+def _tensor_list(op: str, what: str, value: Any) -> list[Tensor]:
+    """One tensor, or a non-empty list or tuple of them, as a list."""
+    tensors = [value] if isinstance(value, Tensor) else list(value) if isinstance(value, (list, tuple)) else None
+    if tensors is None or not all(isinstance(t, Tensor) for t in tensors):
+        raise TypeError(f"{op}: {what} must be a tensor or a list or tuple of tensors, got {type(value).__name__} "
+                        f"{value!r:.60}")
+    if not tensors:
+        raise RuntimeError(f"{op}: {what} cannot be empty")
+    return tensors
+
+
+def _targets(op: str, inputs: Any) -> dict[int, Tensor]:
+    """The tensors asked for (one, or a list or tuple), by the id of the edge that stands for each; each must require
+    grad, as in PyTorch."""
+    targets = {}
+    for i, t in enumerate(_tensor_list(op, "inputs", inputs)):
+        if not t.requires_grad:
+            raise RuntimeError(f"{op}: input {i}, of shape {t.shape}, does not require grad, so no gradient reaches it")
+        targets[id(t.grad_fn or t)] = t
+    return targets
+
+
+def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor], grad_outputs: Any = None,
+         retain_graph: bool | None = None, create_graph: bool = False, allow_unused: bool | None = None,
+         materialize_grads: bool = False) -> tuple[Tensor | None, ...]:
+    """d(outputs)/d(input) for each input, as torch.autograd.grad: new tensors, the leaves' .grad left as they were
+    (a retained intermediate's is filled, as there), and only the part of the graph that leads to the inputs run.
+    grad_outputs: d(loss)/d(output), one per output (None: 1 for a scalar). An input the outputs do not depend on is
+    refused, or gives None with allow_unused=True (zeros with materialize_grads=True)."""
+    outputs, inputs = _tensor_list("grad", "outputs", outputs), _tensor_list("grad", "inputs", inputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    elif not isinstance(grad_outputs, (list, tuple)):  # one gradient, for one output
+        grad_outputs = [grad_outputs]
+    if len(grad_outputs) != len(outputs):
+        raise ValueError(f"grad: {len(grad_outputs)} grad_outputs for {len(outputs)} outputs; give one for each "
+                         "(None for a scalar output)")
+    targets = _targets("grad", inputs)
+    captured = _run_backward("grad", outputs, grad_outputs, bool(retain_graph), create_graph, targets, early=True)
+    allow_unused = materialize_grads if allow_unused is None else allow_unused
+    results, given = [], set()
+    for i, t in enumerate(inputs):
+        g = captured.get(id(t.grad_fn or t))
+        if g is None and not allow_unused:
+            raise RuntimeError(f"grad: input {i}, of shape {t.shape}, was not used to compute the outputs; pass "
+                               "allow_unused=True to get None for it")
+        if g is None and materialize_grads:
+            g = backend.get_array_module(t._data).zeros_like(t._data)
+        results.append(None if g is None else Tensor.wrap(g.copy() if id(g) in given else g))
+        given.add(id(g))
+    return tuple(results)
 
 
 def _run_hooks(edge: Function | Tensor, dout: Any) -> Any:
@@ -746,16 +1026,20 @@ def _input_grads(node: Function, dout: Any) -> tuple[Any, ...]:
         raise TypeError(f"{name}.backward returned {type(dxs).__name__} instead of a tuple with one gradient "
                         f"per input; for a single input write `return (dx,)`")
     if len(dxs) != len(node.parents):
+        if len(dxs) > len(node.parents) and all(dx is None for dx in dxs[len(node.parents):]):
+            return dxs[:len(node.parents)]  # a None for each option, as PyTorch's backward gives its non-tensor inputs
         raise TypeError(f"{name}.backward returned {len(dxs)} gradients for {len(node.parents)} inputs")
     return dxs
 
 
-def _topological_order(start: Function | Tensor) -> list[Function | Tensor]:
+def _topological_order(*starts: Function | Tensor) -> list[Function | Tensor]:
     """Nodes and leaves that need a gradient, each after everything it was computed from: depth-first with
     an explicit stack instead of recursion, so a graph of any depth works."""
     order: list[Function | Tensor] = []
     visited: set[int] = set()
-    stack: list[tuple[Function | Tensor, bool]] = [(start, False)]
+    stack: list[tuple[Function | Tensor, bool]] = []
+    for start in reversed(starts):  # a plain loop: no comprehension joins the walk (test_layout)
+        stack.append((start, False))
     while stack:
         node, inputs_done = stack.pop()
         if inputs_done:

@@ -149,15 +149,34 @@ def test_backward_without_retain_graph_cannot_run_twice(rand) -> None:
 def test_backward_frees_saved_arrays(rand) -> None:
     x, w = rand(2, 3), rand(3, 4)
     h = x @ w
-    y = F.softmax(h).sum()
-    nodes = [h._ctx, y._ctx]
+    s = F.softmax(h)
+    y = s.sum()
+    nodes = [h._ctx, s._ctx]
     for fn in nodes:
         assert fn.parents is not None
     assert vars(h._ctx)  # matmul saved its inputs for backward
     y.backward()
     for fn in nodes:
         assert fn.parents is None
-        assert set(vars(fn)) <= {"parents"}  # nothing saved is left behind
+        assert not [k for k, v in vars(fn).items() if isinstance(v, np.ndarray)]  # no saved array is left behind
+    assert y._ctx.parents is not None  # sum saved only a shape: whole, so that a second backward() may pass
+
+
+def test_a_graph_that_saved_no_array_can_be_gone_through_twice(rand) -> None:
+    """As in PyTorch (test_autograd's backward twice without saved values): c = b + 1 keeps nothing."""
+    b = rand(3)
+    c = b + 1
+    c.sum().backward()
+    c.sum().backward()
+    np.testing.assert_array_equal(grad(b), np.full(3, 2.0))
+    d = (b.reshape(3, 1) + 2.0)[1:].sum()  # reshape, add, the slice and sum save shapes and an index, no array
+    d.backward()
+    d.backward()
+    np.testing.assert_array_equal(grad(b), [2.0, 4.0, 4.0])
+    e = (b * b).sum()  # mul saved b: the second pass is refused
+    e.backward()
+    with pytest.raises(RuntimeError, match="already used by a backward"):
+        e.backward()
 
 
 def test_retain_graph_keeps_saved_arrays(rand) -> None:
