@@ -17,7 +17,7 @@ from minigrad import functional as F
 from minigrad.arrays import as_array, padding_index
 from minigrad.dtypes import DType
 from minigrad.losses import REDUCTIONS, reduction_error
-from minigrad.tensor import Tensor, no_grad
+from minigrad.tensor import RemovableHandle, Tensor, no_grad
 
 
 class Parameter(Tensor):
@@ -46,23 +46,90 @@ class Module:
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_modules", {})
         object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_forward_pre_hooks", ())  # (hook, with_kwargs) pairs, in calling order
+        object.__setattr__(self, "_forward_hooks", ())
 
     def __setattr__(self, name: str, value: Any) -> None:
+        """Register a Parameter or a Module under its name, as PyTorch does: a Parameter takes any name; a registered
+        parameter is replaced only by a Parameter or None (None keeps the name a parameter's), a child module only by
+        a Module or None (None unregisters it)."""
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__}: call super().__init__() before assigning attributes")
-        self._parameters.pop(name, None)
-        self._modules.pop(name, None)
         if isinstance(value, Parameter):
+            self._modules.pop(name, None)
             self._parameters[name] = value
+        elif name in self._parameters:
+            self._refuse_assignment(name, value, Parameter)
+            self._parameters[name] = None
         elif isinstance(value, Module):
             self._modules[name] = value
+        elif name in self._modules:
+            self._refuse_assignment(name, value, Module)
+            del self._modules[name]
         object.__setattr__(self, name, value)
 
+    def _refuse_assignment(self, name: str, value: Any, kind: type) -> None:
+        """Anything but None in the place of a registered parameter or child module (`kind`) is refused."""
+        if value is not None:
+            what = "parameter" if kind is Parameter else "child module"
+            raise TypeError(f"{type(self).__name__}: cannot assign {type(value).__name__} as {what} {name!r} "
+                            f"(nn.{kind.__name__} or None expected)"
+                            + ("; a tensor computed from parameters is not one: nn.Parameter(t.detach()) makes a new "
+                               "parameter of its values" if isinstance(value, Tensor) else ""))
+
+    def __delattr__(self, name: str) -> None:
+        """del module.name unregisters a parameter or child module too, as in PyTorch."""
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        object.__delattr__(self, name)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._forward_pre_hooks or self._forward_hooks:  # checked inline: a call without hooks costs nothing more
+            return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    # -- forward hooks, as PyTorch's --
+    def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """Call hook(module, args) before each forward (hook(module, args, kwargs) with_kwargs=True); what it
+        returns, if not None, replaces the arguments: a tuple of them (or a single one), or (args, kwargs)."""
+        return self._add_hook("_forward_pre_hooks", hook, prepend, with_kwargs)
+
+    def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
+                              with_kwargs: bool = False) -> RemovableHandle:
+        """Call hook(module, args, output) after each forward (hook(module, args, kwargs, output) with_kwargs=True);
+        what it returns, if not None, replaces the output. The models' inspection is model(idx, trace=[]) instead."""
+        return self._add_hook("_forward_hooks", hook, prepend, with_kwargs)
+
+    def _add_hook(self, attribute: str, hook: Callable[..., Any], prepend: bool, with_kwargs: bool) -> RemovableHandle:
+        if not callable(hook):
+            raise TypeError(f"{type(self).__name__}: a hook must be callable, got {type(hook).__name__}")
+        entry = (hook, bool(with_kwargs))  # its own object: a handle removes this registration only
+        hooks = getattr(self, attribute)
+        object.__setattr__(self, attribute, (entry, *hooks) if prepend else (*hooks, entry))
+        return RemovableHandle(self, attribute, entry)
+
+    def _call_with_hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """forward, with the pre-hooks before it and the hooks after it, each in order."""
+        for hook, with_kwargs in self._forward_pre_hooks:
+            result = hook(self, args, kwargs) if with_kwargs else hook(self, args)
+            if result is None:
+                continue
+            if with_kwargs:
+                if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
+                    raise RuntimeError(f"{type(self).__name__}: a forward pre-hook with_kwargs must return None or "
+                                       f"(args, kwargs), got {type(result).__name__}")
+                args, kwargs = tuple(result[0]), result[1]
+            else:
+                args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        for hook, with_kwargs in self._forward_hooks:
+            result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args, output)
+            output = output if result is None else result
+        return output
 
     # -- parameters --
     def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Parameter]]:
@@ -75,7 +142,8 @@ class Module:
 
     def _walk(self, prefix: str) -> Iterator[tuple[str, Parameter]]:
         for name, p in self._parameters.items():
-            yield prefix + name, p
+            if p is not None:  # a parameter set to None (model.bias = None) is no longer trained or saved
+                yield prefix + name, p
         for name, m in self._modules.items():
             yield from m._walk(f"{prefix}{name}.")
 
@@ -100,6 +168,10 @@ class Module:
     def children(self) -> Iterator[Module]:
         """The modules assigned to this one (not theirs)."""
         return iter(self._modules.values())
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """(name, module) for each module assigned to this one (not theirs)."""
+        return iter(self._modules.items())
 
     def apply(self, fn: Callable[[Module], Any]) -> Module:
         """Call fn on every submodule, then on this module (as torch's Module.apply; for an init of your own)."""

@@ -1,7 +1,8 @@
 """The autograd surface as PyTorch has it, each case checked against torch where it is installed: hooks that return
 handles, retain_grad holding its tensor weakly, the refused assignments (requires_grad, .grad), grad mode (off inside
 backward; no_grad, enable_grad, set_grad_enabled as block, decorator and call; generators), custom Functions (None
-for options, missing methods), a second backward where nothing was saved, mg.autograd.grad and backward(inputs=...).
+for options, missing methods), a second backward where nothing was saved, mg.autograd.grad and backward(inputs=...);
+and a Module's side: what assigning a parameter or child module does, zero_grad, forward hooks.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
+from minigrad import nn
 
 try:
     import torch
@@ -160,6 +162,90 @@ def test_a_grad_of_the_right_kind_is_taken_and_accumulated_into():
     leaf = mg.zeros(2)
     leaf.requires_grad = True  # a leaf's flag may change, as in PyTorch
     assert leaf.requires_grad and leaf.is_leaf
+
+
+@needs_torch
+def test_a_parameter_is_replaced_only_by_a_parameter_or_none():
+    """test_nn's assignment case: l2.weight = l1.weight + 2 would take the weight out of parameters() silently."""
+    l1, l2 = nn.Linear(2, 2), nn.Linear(2, 2)
+    t1, t2 = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    with pytest.raises(TypeError, match=r"cannot assign Tensor as parameter 'weight' \(nn.Parameter or None"):
+        l2.weight = l1.weight + 2
+    with pytest.raises(TypeError, match="cannot assign"):
+        t2.weight = t1.weight + 2
+    with pytest.raises(TypeError, match="cannot assign int as child module '0'"):
+        nn.Sequential(nn.ReLU()).__setattr__("0", 5)
+    l2.weight = nn.Parameter(l1.weight.detach())  # a Parameter takes the place
+    assert any(p is l2.weight for p in l2.parameters())
+    l2.bias = None  # None empties it: no longer trained, and only a Parameter may come back
+    t2.bias = None
+    assert [n for n, _ in l2.named_parameters()] == [n for n, _ in t2.named_parameters()] == ["weight"]
+    with pytest.raises(TypeError, match="cannot assign"):
+        l2.bias = mg.zeros(2)
+    with pytest.raises(TypeError, match="cannot assign"):
+        t2.bias = torch.zeros(2)
+    l2.scale = mg.ones(2)  # a new name holds any value, a plain attribute
+    assert len(l2.parameters()) == 1
+
+
+def assignments(lib, N):
+    """test_nn's assignment case, step by step: what parameters() and the children are after each assignment."""
+    m = N.Module()
+    a, b, c = (N.Parameter(lib.zeros(1)) for _ in range(3))
+    first, second = N.Linear(1, 1), N.Linear(1, 1)
+    seen = []
+
+    def names(what):
+        seen.append((what, [n for n, _ in m.named_parameters()], [n for n, _ in m.named_children()]))
+
+    m.a = None
+    names("a plain None")
+    m.a = a
+    names("a Parameter on a plain name")
+    m.b = b
+    m.a = None
+    names("a parameter set to None")
+    m.a = a
+    del m.a
+    names("del a parameter")
+    m.a = first
+    m.a = second
+    names("a Module, then another in its place")
+    m.a = None
+    names("a child module set to None")
+    m.a = c
+    names("a Parameter where a child module was")
+    del m.b
+    names("del the other")
+    m.v = lib.zeros(2)
+    names("a plain tensor on a new name")
+    return seen
+
+
+@needs_torch
+def test_assigning_parameters_and_modules_registers_them_as_torch_does():
+    mine, theirs = assignments(mg, nn), assignments(torch, torch.nn)
+    assert mine == theirs
+    assert mine[-1][1:] == (["a"], [])
+
+
+@needs_torch
+def test_zero_grad_drops_or_zeroes_the_gradients_as_torchs():
+    """Module.zero_grad and Optimizer.zero_grad: set_to_none=True (the default) drops .grad, False zeroes it in
+    place."""
+    results = {}
+    for name, lib, N in (("mg", mg, nn), ("torch", torch, torch.nn)):
+        layer = N.Linear(3, 2)
+        opt = lib.optim.SGD(layer.parameters(), lr=0.1)
+        steps = []
+        for owner, options in ((layer, {"set_to_none": False}), (opt, {"set_to_none": False}), (layer, {}), (opt, {})):
+            layer(lib.ones(1, 3)).sum().backward()
+            kept = layer.weight.grad
+            owner.zero_grad(**options)  # {}: the default, set_to_none=True
+            grad = layer.weight.grad
+            steps.append(None if grad is None else (grad is kept, np.asarray(grad).tolist()))
+        results[name] = steps
+    assert results["mg"] == results["torch"] == [(True, [[0.0] * 3] * 2)] * 2 + [None] * 2
 
 
 # ---- grad mode ----
@@ -499,3 +585,63 @@ def test_a_non_leaf_input_of_backward_retains_its_gradient_from_then_on():
     assert results[0][0] == results[1][0] == (True, True)
     same(results[0][1], results[1][1])
     same(results[0][2], results[1][2])
+
+
+# ---- a Module's forward hooks ----
+
+@needs_torch
+def test_forward_hooks_see_and_replace_the_arguments_and_the_output():
+    """test_nn's hook cases: a pre-hook that doubles the input, a hook that adds one to the output, both removed."""
+    mg.manual_seed(0)
+    lin = nn.Linear(3, 2).to(mg.float64)
+    tlin = torch.nn.Linear(3, 2).double()
+    with torch.no_grad():
+        tlin.weight.copy_(torch.from_numpy(lin.weight.numpy()))
+        tlin.bias.copy_(torch.from_numpy(lin.bias.numpy()))
+    x, tx = pair((4, 3), requires_grad=False)
+    outputs = {}
+    for name, module, inp in (("mg", lin, x), ("torch", tlin, tx)):
+        seen = []
+        pre = module.register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+        post = module.register_forward_hook(lambda m, args, out, seen=seen: seen.append(args[0].shape) or out + 1)
+        first = module(inp)
+        pre.remove()
+        post.remove()
+        outputs[name] = (first, module(inp), seen)
+    same(outputs["mg"][0], outputs["torch"][0])
+    same(outputs["mg"][1], outputs["torch"][1])
+    assert outputs["mg"][2] == [(4, 3)] and list(outputs["torch"][2][0]) == [4, 3]
+
+
+def test_forward_hooks_run_in_order_with_prepend_and_keyword_arguments():
+    class Scale(nn.Module):
+        def forward(self, x, *, factor=1.0):
+            return x * factor
+
+    m, calls = Scale(), []
+    m.register_forward_hook(lambda mod, args, out: calls.append("second"))
+    m.register_forward_hook(lambda mod, args, out: calls.append("first"), prepend=True)
+    m.register_forward_pre_hook(lambda mod, args, kwargs: (args, {**kwargs, "factor": 10.0}), with_kwargs=True)
+    m.register_forward_hook(lambda mod, args, kwargs, out: calls.append(kwargs["factor"]), with_kwargs=True)
+    out = m(mg.ones(2), factor=2.0)
+    np.testing.assert_array_equal(out.numpy(), np.full(2, 10.0))
+    assert calls == ["first", "second", 10.0]
+    m.register_forward_pre_hook(lambda mod, args, kwargs: "nonsense", with_kwargs=True)
+    with pytest.raises(RuntimeError, match=r"must return None or \(args, kwargs\)"):
+        m(mg.ones(2))
+
+
+def test_forward_hooks_complement_the_models_trace():
+    """A pre-hook on a layer's output projection sees the heads merged, the `out` the model's own trace records."""
+    from models import GPT, GPTConfig
+
+    mg.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=8))
+    seen = []
+    handle = model.blocks[1].attn.proj.register_forward_pre_hook(lambda m, args: seen.append(args[0].numpy().copy()))
+    trace = []
+    model(np.array([[1, 2, 3, 4]]), trace=trace)
+    handle.remove()
+    model(np.array([[1, 2, 3, 4]]))
+    assert len(seen) == 1
+    np.testing.assert_array_equal(seen[0], trace[1]["out"].numpy())
