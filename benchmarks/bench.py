@@ -33,16 +33,22 @@ USAGE = """\
 Each measurement runs in a fresh process (--worker KIND, one JSON line out); per configuration the kinds run one
 after the other, --pairs times, the order rotating."""
 
-CONFIGS = {  # GPTConfig fields, plus the batch size
+CONFIGS: dict[str, dict[str, Any]] = {  # GPTConfig fields, plus the batch size
     "tiny": {"vocab_size": 32, "n_embd": 64, "n_head": 4, "n_layer": 2, "block_size": 32, "batch": 32},
     "small": {"vocab_size": 64, "n_embd": 128, "n_head": 4, "n_layer": 4, "block_size": 64, "batch": 32},
     "medium": {"vocab_size": 256, "n_embd": 256, "n_head": 8, "n_layer": 4, "block_size": 128, "batch": 16},
     # the walkthrough's numbers: one block of width 4096, 32 heads of 128
     "seed-scale": {"vocab_size": 256, "n_embd": 4096, "n_head": 32, "n_layer": 1, "block_size": 128, "batch": 1},
+    # nanoGPT's CPU recipe ("baby GPT": shakespeare_char on a laptop) and its GPU recipe scaled down to a CPU; both
+    # as nanoGPT sets them: no biases, exact GELU, vocabulary of Shakespeare's 65 characters
+    "baby": {"vocab_size": 65, "n_embd": 128, "n_head": 4, "n_layer": 4, "block_size": 64, "batch": 12,
+             "bias": False, "gelu": "none"},
+    "baby-256": {"vocab_size": 65, "n_embd": 384, "n_head": 6, "n_layer": 6, "block_size": 256, "batch": 64,
+                 "bias": False, "gelu": "none"},
     # GPT-2 small's shape, for a GPU (not run by default)
     "gpt2": {"vocab_size": 50304, "n_embd": 768, "n_head": 12, "n_layer": 12, "block_size": 1024, "batch": 8},
 }
-DEFAULT_CONFIGS = ["tiny", "small", "medium", "seed-scale"]
+DEFAULT_CONFIGS = ["tiny", "small", "medium", "baby", "seed-scale"]
 # minigrad: the code on the page (with the allocator setting, no code path); minigrad-fused: every speed option on
 FRAMEWORKS = {"minigrad": "minigrad", "minigrad-fused": "minigrad fused", "torch": "PyTorch",
               "torch-sdpa": "PyTorch SDPA"}
@@ -51,7 +57,7 @@ FLOPS_FORMULA = "3 x forward matmul FLOPs; forward = 2*B*T*(12*L*C^2 + V*C) + 4*
 CEILING_N = 2048
 
 
-def step_flops(c: dict[str, int]) -> float:
+def step_flops(c: dict[str, Any]) -> float:
     B, T, C, L, V = c["batch"], c["block_size"], c["n_embd"], c["n_layer"], c["vocab_size"]
     return 3 * (2 * B * T * (12 * L * C * C + V * C) + 4 * L * B * T * T * C)
 
@@ -91,7 +97,7 @@ def _timed(fn: Any, device: str) -> float:
 
 # ---- the steps ----
 
-def minigrad_setup(c: dict[str, int], device: str = "cpu", fused: bool = False) -> tuple[GPT, Any, Any, Any]:
+def minigrad_setup(c: dict[str, Any], device: str = "cpu", fused: bool = False) -> tuple[GPT, Any, Any, Any]:
     """The model, its AdamW (fused=True: AdamW's fused step; the kernels are chosen by mg.fused around the step),
     and the batch. Called in minigrad's processes only, after the allocator setting train.py makes too."""
     mg.manual_seed(0)
@@ -369,7 +375,7 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def _summary(runs: list[dict[str, Any]], c: dict[str, int]) -> dict[str, Any]:
+def _summary(runs: list[dict[str, Any]], c: dict[str, Any]) -> dict[str, Any]:
     """A framework's medians over its processes (each process's own median per phase)."""
     ms = {p: statistics.median(r["ms"][p] for r in runs) for p in PHASES}
     peaks = [r["peak_mib"] for r in runs if r["peak_mib"] is not None]
