@@ -1,6 +1,6 @@
 """Softmax, log_softmax and the activations (relu, leaky_relu, gelu, silu), and dropout: each one Function with
-a closed-form backward. Under mg.fused(), softmax and GELU's tanh form run the fused kernels written beside
-them: the same formulas, in fewer passes over memory. Shapes: N = all leading dimensions flattened.
+a closed-form backward, written in place where a pass over memory is saved (speed: docs/performance.md).
+Shapes: N = all leading dimensions flattened.
 """
 
 from __future__ import annotations
@@ -19,87 +19,72 @@ from minigrad.arrays import (
     stable_softmax,
 )
 from minigrad.dtypes import check_float, number_kind
-from minigrad.tensor import Function, Tensor, is_fused_enabled
+from minigrad.tensor import Function, Tensor
 
 # ---- softmax, log_softmax ----
 
 class SoftmaxFunction(Function):
-    """y = exp(x - max) / sum(exp(x - max));  dx = y * (dout - sum(dout * y, axis))"""
+    """y = exp(x - max) / sum(exp(x - max)) along the last axis;  dx = y * (dout - sum(dout * y))
 
-    def forward(self, x, axis):
-        self.y, self.axis = stable_softmax(x, axis), axis
-        return self.y
-
-    def backward(self, dout):
-        # in the forward pass this was: y = exp(x) / sum(exp(x)), so dy_i/dx_j = y_i * (delta_ij - y_j)
-        y = self.y
-        return (y * (dout - (dout * y).sum(axis=self.axis, keepdims=True)),)
-
-
-class FusedSoftmaxFunction(Function):
-    """SoftmaxFunction along the last axis, computed in place in its result, with the row maxima and sums of
-    arrays.row_max and arrays.row_sums (speed: see docs/performance.md)."""
+    Computed in place in y and dx, with the row maxima and sums of arrays.row_max and arrays.row_sums (speed: see
+    docs/performance.md); softmax() swaps another axis to the last and back."""
 
     def forward(self, x):
         xp = backend.get_array_module(x)
         x2 = as_rows(x)  # (N, L)
-        y = xp.subtract(x2, row_max(x2))
+        y = xp.subtract(x2, row_max(x2))  # x - max: changes nothing, but exp() can no longer overflow
         xp.exp(y, out=y)
         y /= row_sums(y)
         self.y = y  # (N, L)
         return y.reshape(x.shape)
 
     def backward(self, dout):
-        # dx = y * (dout - sum(dout * y)), in place in dx
+        # in the forward pass this was: y = exp(x) / sum(exp(x)), so dy_i/dx_j = y_i * (delta_ij - y_j)
         xp = backend.get_array_module(dout)
-        d2 = as_rows(dout)
+        d2 = as_rows(dout)  # (N, L)
         dx = xp.multiply(d2, self.y)
-        xp.subtract(d2, row_sums(dx), out=dx)
+        xp.subtract(d2, row_sums(dx), out=dx)  # dout - sum(dout * y)
         dx *= self.y
         return (dx.reshape(dout.shape),)
 
 
 class LogSoftmaxFunction(Function):
-    """y = x - max - log(sum(exp(x - max)));  dx = dout - exp(y) * sum(dout, axis)"""
+    """y = x - max - log(sum(exp(x - max))) along the last axis;  dx = dout - exp(y) * sum(dout)"""
 
-    def forward(self, x, axis):
-        self.y, self.axis = stable_softmax(x, axis, log=True), axis
+    def forward(self, x):
+        self.y = stable_softmax(x, -1, log=True)
         return self.y
 
     def backward(self, dout):
         # in the forward pass this was: y = x - log(sum(exp(x))), so dy_i/dx_j = delta_ij - softmax(x)_j
         xp = backend.get_array_module(dout)
-        return (dout - xp.exp(self.y) * dout.sum(axis=self.axis, keepdims=True),)
+        return (dout - xp.exp(self.y) * dout.sum(axis=-1, keepdims=True),)
 
 
 @numpy_aliases
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
-    along = _axis("softmax", x, dim)
-    if along is None:
-        return _empty_or_scalar(SoftmaxFunction, x)
-    if is_fused_enabled() and along == x.ndim - 1 and x.numel():  # speed: the fused kernel, under mg.fused()
-        return FusedSoftmaxFunction.apply(x)
-    return SoftmaxFunction.apply(x, axis=along)
+    return _along_last(SoftmaxFunction, "softmax", x, dim)
 
 
 @numpy_aliases
 def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
-    along = _axis("log_softmax", x, dim)
-    if along is None:
-        return _empty_or_scalar(LogSoftmaxFunction, x)
-    return LogSoftmaxFunction.apply(x, axis=along)
+    return _along_last(LogSoftmaxFunction, "log_softmax", x, dim)
 
 
-def _axis(op: str, x: Tensor, dim: int) -> int | None:
-    """The axis to normalise along, checked; None for a 0-d or an empty x."""
+def _along_last(fn: type[Function], op: str, x: Tensor, dim: int) -> Tensor:
+    """fn along axis `dim` (checked): the last axis itself, another one swapped to the last and back."""
     check_float(op, x)
     along = as_axis(op, dim, x.shape, new=not x.ndim)  # a 0-d x takes dim 0 or -1, as in PyTorch
-    return None if x.ndim == 0 or 0 in x.shape else along
+    if x.ndim == 0 or 0 in x.shape:
+        return _empty_or_scalar(fn, x)
+    if along != x.ndim - 1:
+        return fn.apply(x.transpose(along, -1)).transpose(along, -1)
+    return fn.apply(x)
 
 
 def _empty_or_scalar(fn: type[Function], x: Tensor) -> Tensor:
     """A 0-d x is a row of one (softmax 1, log_softmax 0), as in PyTorch; an empty x has nothing to normalise."""
-    return fn.apply(x.reshape(1), axis=0).reshape(()) if x.ndim == 0 else x.reshape(x.shape)
+    return fn.apply(x.reshape(1)).reshape(()) if x.ndim == 0 else x.reshape(x.shape)
 
 
 # ---- activations ----
@@ -110,56 +95,31 @@ _GELU_C, _GELU_K = math.sqrt(2 / math.pi), 0.044715
 class GeluFunction(Function):
     """y = 0.5 x (1 + tanh(u)),  u = c (x + 0.044715 x^3),  c = sqrt(2 / pi)   (GPT-2's tanh form of GELU)
 
-    dx = dout * (0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2)),  t = tanh(u)
+    dx = dout * dy/dx,  with h = 0.5 (1 + tanh(u)), y = x h:  dy/dx = h + y (1 - h) (2c + 6 * 0.044715 c x^2)
+    (dh/dx = 0.5 (1 - tanh(u)^2) du/dx = 2 h (1 - h) c (1 + 3 * 0.044715 x^2)).
+    dy/dx is computed in forward, in place, while x is at hand, and saved instead of x and tanh(u): backward is one
+    multiplication (speed: see docs/performance.md).
     """
 
     def forward(self, x):
-        t = backend.get_array_module(x).tanh(_GELU_C * (x + _GELU_K * x * x * x))  # tanh(u)
-        self.x, self.t = x, t
-        return 0.5 * x * (1 + t)
-
-    def backward(self, dout):
-        # in the forward pass this was: y = 0.5 * x * (1 + t),  t = tanh(c * (x + 0.044715 * x^3))
-        x, t = self.x, self.t
-        du_dx = _GELU_C * (1 + 3 * _GELU_K * x * x)
-        return (dout * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du_dx),)
-
-
-class FusedGeluFunction(Function):
-    """GeluFunction block by block, in place, saving dy/dx (computed while the block is in cache) instead of x
-    and t, so that backward is one multiplication. With h = 0.5 (1 + t), y = x h and
-    dy/dx = h + y (1 - h) (2c + 6ck x^2), the same derivative as GeluFunction's."""
-
-    BLOCK = 1 << 17  # elements per block: a block and its temporaries stay in cache
-
-    def forward(self, x):
         xp = backend.get_array_module(x)
-        x2 = as_rows(x) if x.ndim else x.reshape(1, 1)  # (N, L)
-        y = xp.empty(x2.shape, dtype=x.dtype)
-        slope = xp.empty_like(y) if self.needs_input_grad else None
-        step = x2.shape[0] if backend.device_of(x) == "cuda" else max(1, self.BLOCK // max(x2.shape[1], 1))
-        a, h = (xp.empty((min(step, x2.shape[0]), x2.shape[1]), dtype=x.dtype) for _ in range(2))
-        for start in range(0, x2.shape[0], step):
-            rows = slice(start, start + step)
-            xb, yb = x2[rows], y[rows]
-            ab, hb = a[: len(xb)], h[: len(xb)]
-            xp.multiply(xb, xb, out=ab)  # x^2
-            xp.multiply(ab, _GELU_K * _GELU_C, out=hb)
-            hb += _GELU_C
-            hb *= xb  # u = c (x + k x^3)
-            xp.tanh(hb, out=hb)
-            hb *= 0.5
-            hb += 0.5  # h = 0.5 (1 + t)
-            xp.multiply(xb, hb, out=yb)  # y = x h
-            if slope is not None:
-                sb = slope[rows]
-                ab *= 6 * _GELU_K * _GELU_C
-                ab += 2 * _GELU_C  # 2c (1 + 3 k x^2)
-                xp.subtract(1, hb, out=sb)
-                sb *= yb
-                sb *= ab
-                sb += hb  # dy/dx
-        self.slope = None if slope is None else slope.reshape(x.shape)
+        x1 = x.reshape(-1)  # flat: in place works on a 0-d x too (NumPy makes scalars of 0-d results)
+        x2 = xp.multiply(x1, x1)  # x^2
+        h = xp.multiply(x2, _GELU_K * _GELU_C)
+        h += _GELU_C
+        h *= x1  # u = c (x + k x^3)
+        xp.tanh(h, out=h)
+        h *= 0.5
+        h += 0.5  # h = 0.5 (1 + tanh(u))
+        y = xp.multiply(x1, h)
+        if self.needs_input_grad:  # under no_grad (sampling) nothing needs the slope
+            x2 *= 6 * _GELU_K * _GELU_C
+            x2 += 2 * _GELU_C  # 2c + 6ck x^2
+            slope = xp.subtract(1, h)
+            slope *= y
+            slope *= x2
+            slope += h
+            self.slope = slope.reshape(x.shape)  # dy/dx
         return y.reshape(x.shape)
 
     def backward(self, dout):
@@ -178,7 +138,10 @@ class GeluErfFunction(Function):
 
     def forward(self, x):
         self.x = x
-        self.cdf = 0.5 * (1 + backend.erf(x * _SQRT_HALF))
+        # Phi(x) = 0.5 (1 + erf(x / sqrt(2))) = 0.5 erfc(-x / sqrt(2)): no 1 + erf cancelling where Phi is tiny, and
+        # in float32 backend.erfc is one formula in place (speed: Cody's erf runs three in float64)
+        self.cdf = backend.erfc(x * -_SQRT_HALF)
+        self.cdf *= 0.5
         return x * self.cdf
 
     def backward(self, dout):
@@ -194,8 +157,6 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     if approximate == "none":
         return GeluErfFunction.apply(x)
     if approximate == "tanh":
-        if is_fused_enabled() and x.numel():  # speed: the fused kernel, under mg.fused()
-            return FusedGeluFunction.apply(x)
         return GeluFunction.apply(x)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -143,9 +144,10 @@ def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
 def int_tuple(op: str, args: tuple) -> tuple[int, ...]:
     """f(2, 3) and f((2, 3)) both give (2, 3): shapes (zeros, reshape) and axes (permute), integers."""
     values = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
-    if not all(hasattr(v, "__index__") for v in values):  # an int, not 2.0, "2" or None
-        raise TypeError(f"{op}: expected integers, got {values}")
-    return values
+    try:
+        return tuple(map(operator.index, values))  # an int (NumPy's too), not 2.0, "2" or None
+    except TypeError:
+        raise TypeError(f"{op}: expected integers, got {values}") from None
 
 
 # ---- array formulas several ops share ----

@@ -1,6 +1,6 @@
 """The losses, each a Function with its closed-form backward. Cross-entropy under softmax(logits), one Function per
-kind of target: class indices (dlogits = softmax - the smoothed one-hot; under mg.fused() the fused forward written
-beside it) and class probabilities; mean squared error; binary cross-entropy of sigmoid(logits). N rows, V classes.
+kind of target: class indices (dlogits = softmax - the smoothed one-hot) and class probabilities; mean squared
+error; binary cross-entropy of sigmoid(logits). N rows, V classes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from minigrad.arrays import (
     stable_softmax,
 )
 from minigrad.dtypes import check_float, number_kind
-from minigrad.tensor import Function, Tensor, is_fused_enabled
+from minigrad.tensor import Function, Tensor
 
 # ---- cross-entropy ----
 
@@ -41,12 +41,22 @@ class CrossEntropyFunction(Function):
 
     @staticmethod
     def losses_and_probs(x, rows, targets, smoothing):
-        """Each row's loss -sum_c q_c log softmax(x)_c, q = (1 - eps) one_hot(t) + eps / V, and softmax(x)."""
-        logp = stable_softmax(x, axis=1, log=True)  # (N, V)
-        losses = -logp[rows, targets]  # (N,): -log softmax(x)[target]
+        """Each row's loss -sum_c q_c log softmax(x)_c, q = (1 - eps) one_hot(t) + eps / V, and softmax(x), from one
+        exp: probs = exp(x - max) / sum and -log softmax(x)[t] = log(sum) - (x - max)[t] (speed: the row maxima and
+        sums of arrays.row_max and row_sums, the work in place in probs)."""
+        xp = backend.get_array_module(x)
+        probs = xp.subtract(x, row_max(x))  # x - max, then its exps, then probs, in one (N, V) array
+        losses = -probs[rows, targets]  # (N,)
         if smoothing:
-            losses = (1 - smoothing) * losses - smoothing * logp.mean(axis=1)
-        return losses, backend.get_array_module(x).exp(logp)
+            mean_shifted = row_sums(probs)[:, 0] * (1 / x.shape[1])
+        xp.exp(probs, out=probs)
+        sums = row_sums(probs)  # (N, 1)
+        log_sums = xp.log(sums[:, 0])
+        losses += log_sums  # -log softmax(x)[t]
+        if smoothing:  # -sum_c q_c log softmax(x)_c = (1 - eps) (-log softmax(x)[t]) - eps mean_c log softmax(x)_c
+            losses = (1 - smoothing) * losses - smoothing * (mean_shifted - log_sums)
+        probs /= sums
+        return losses, probs
 
     def backward(self, dout):
         xp = backend.get_array_module(dout)
@@ -58,27 +68,6 @@ class CrossEntropyFunction(Function):
         if self.smoothing:
             dx -= (self.smoothing / dx.shape[1]) * w
         return (dx.reshape(self.logits_shape),)
-
-
-class FusedCrossEntropyFunction(CrossEntropyFunction):
-    """CrossEntropyFunction with one exp instead of two: probs = exp(x - max) / sum, and -log softmax(x)[t] =
-    log(sum) - (x - max)[t], from the same sums (speed: see docs/performance.md). Its backward is the plain one."""
-
-    @staticmethod
-    def losses_and_probs(x, rows, targets, smoothing):
-        xp = backend.get_array_module(x)
-        probs = xp.subtract(x, row_max(x))  # x - max, then its exps, then probs, in one array
-        losses = -probs[rows, targets]  # (N,)
-        if smoothing:
-            mean_shifted = row_sums(probs)[:, 0] * (1 / x.shape[1])
-        xp.exp(probs, out=probs)
-        sums = row_sums(probs)  # (N, 1)
-        log_sums = xp.log(sums[:, 0])
-        losses += log_sums  # -log softmax(x)[t]
-        if smoothing:  # -sum_c q_c log softmax(x)_c, q = (1 - eps) one_hot + eps / V
-            losses = (1 - smoothing) * losses - smoothing * (mean_shifted - log_sums)
-        probs /= sums
-        return losses, probs
 
 
 class SoftCrossEntropyFunction(Function):
@@ -175,8 +164,7 @@ def cross_entropy(logits: Tensor, targets: Any, *, ignore_index: int = -100, red
     targets = indices_in_range(op, targets, logits.device, logits.shape[-1], "target", ignore_index)
     targets = targets.reshape(-1)
     counted = targets != ignore_index
-    fn = FusedCrossEntropyFunction if is_fused_enabled() else CrossEntropyFunction  # speed: under mg.fused()
-    return fn.apply(logits, targets=targets * counted,  # ignored rows: any valid class, zeroed
+    return CrossEntropyFunction.apply(logits, targets=targets * counted,  # ignored rows: any valid class, zeroed
                                       counted=counted.astype(logits.dtype), smoothing=label_smoothing,
                                       reduction=reduction)
 

@@ -148,7 +148,7 @@ class Module:
             yield from m._walk(f"{prefix}{name}.")
 
     def parameters(self) -> list[Parameter]:
-        return [p for _, p in self.named_parameters()]
+        return list(dict(self.named_parameters()).values())  # names are unique: each parameter once, in order
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
         """(dotted name, module) for this module ("") and every module inside it, depth first, each once."""

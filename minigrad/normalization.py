@@ -1,5 +1,5 @@
 """Layer normalisation and RMS normalisation over the last axes (PyTorch's normalized_shape), each one Function
-with a closed-form backward; under mg.fused(), layer norm runs the fused kernel written beside it.
+with a closed-form backward.
 Shapes: N = all leading dimensions flattened, C channels.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from minigrad import backend
 from minigrad.arrays import as_rows, column_sums, int_tuple, row_sums
 from minigrad.dtypes import check_float
-from minigrad.tensor import Function, Tensor, is_fused_enabled
+from minigrad.tensor import Function, Tensor
 
 # ---- layer norm ----
 
@@ -19,58 +19,24 @@ class LayerNormFunction(Function):
     """y = (x - mean) * rstd * w + b over the last axis, rstd = 1 / sqrt(var + eps).
 
     dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  with dxhat = dout * w
+    Row and column sums go through arrays.row_sums and column_sums, and the work is done in place in xhat, y and
+    dx (speed: see docs/performance.md).
     """
-
-    def forward(self, x, *affine, eps):
-        xp = backend.get_array_module(x)
-        mean = x.mean(axis=-1, keepdims=True)  # (N, 1)
-        xshift = x - mean  # (N, C)
-        var = (xshift * xshift).mean(axis=-1, keepdims=True)  # (N, 1)
-        rstd = 1 / xp.sqrt(var + eps)  # (N, 1)
-        xhat = xshift * rstd  # (N, C)
-        self.xhat, self.rstd, self.w = xhat, rstd, affine[0] if affine else None
-        y = xhat
-        if affine:
-            y = xhat * affine[0]  # (N, C) * (C,)
-            if len(affine) == 2:
-                y += affine[1]
-        return y
-
-    def backward(self, dout):
-        xhat, rstd, w = self.xhat, self.rstd, self.w  # (N, C), (N, 1), (C,)
-        # in the forward pass this was: y = xhat * w + b
-        if w is not None:
-            leading = tuple(range(dout.ndim - 1))
-            dw = (dout * xhat).sum(axis=leading)  # (C,)
-            db = dout.sum(axis=leading)  # (C,)
-            dxhat = dout * w  # (N, C)
-        else:
-            dxhat = dout
-        # and before that: xhat = (x - mean) * rstd, where x enters three ways, one term each:
-        # directly, through mean (N, 1), and through rstd (N, 1)
-        dx = dxhat - dxhat.mean(axis=-1, keepdims=True) - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
-        dx *= rstd  # (N, C)
-        return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
-
-
-class FusedLayerNormFunction(Function):
-    """LayerNormFunction over the last axis, in place in x-hat and y, with the row and column sums of
-    arrays.row_sums and arrays.column_sums (speed: see docs/performance.md)."""
 
     def forward(self, x, *affine, eps):
         xp = backend.get_array_module(x)
         x2 = as_rows(x)  # (N, C)
         inv_c = 1 / x2.shape[1]
-        xhat = xp.subtract(x2, row_sums(x2) * inv_c)  # x - mean
+        xhat = xp.subtract(x2, row_sums(x2) * inv_c)  # x - mean, (N, C)
         y = xp.multiply(xhat, xhat)  # the squares, in y's memory until y is computed
         rstd = row_sums(y)
-        rstd *= inv_c
+        rstd *= inv_c  # var, (N, 1)
         rstd += eps
         xp.sqrt(rstd, out=rstd)
-        xp.reciprocal(rstd, out=rstd)  # (N, 1)
+        xp.reciprocal(rstd, out=rstd)  # rstd = 1 / sqrt(var + eps), (N, 1)
         xhat *= rstd
         if affine:
-            xp.multiply(xhat, affine[0], out=y)
+            xp.multiply(xhat, affine[0], out=y)  # (N, C) * (C,)
             if len(affine) == 2:
                 y += affine[1]
         else:
@@ -79,22 +45,24 @@ class FusedLayerNormFunction(Function):
         return y.reshape(x.shape)
 
     def backward(self, dout):
-        # dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), as LayerNormFunction's
         xp = backend.get_array_module(dout)
-        h2, d2, w = self.xhat, as_rows(dout), self.w
-        inv_c = 1 / h2.shape[1]
-        tmp = xp.multiply(d2, h2)
+        xhat, d2, w = self.xhat, as_rows(dout), self.w  # (N, C), (N, C), (C,)
+        inv_c = 1 / xhat.shape[1]
+        # in the forward pass this was: y = xhat * w + b
+        tmp = xp.multiply(d2, xhat)
         if w is not None:
-            dw, db = column_sums(tmp), column_sums(d2)
-            dx = xp.multiply(d2, w)  # dxhat
-            xp.multiply(dx, h2, out=tmp)
+            dw, db = column_sums(tmp), column_sums(d2)  # (C,) each: summed over the rows
+            dx = xp.multiply(d2, w)  # dxhat, (N, C)
+            xp.multiply(dx, xhat, out=tmp)
         else:
             dx = d2.copy()
+        # and before that: xhat = (x - mean) * rstd, where x enters three ways, one term each:
+        # directly, through mean (N, 1), and through rstd (N, 1)
         proj = row_sums(tmp)
         proj *= inv_c  # mean(dxhat * xhat)
         centre = row_sums(dx)
         centre *= inv_c  # mean(dxhat)
-        xp.multiply(h2, proj, out=tmp)
+        xp.multiply(xhat, proj, out=tmp)
         tmp += centre
         dx -= tmp
         dx *= self.rstd
@@ -116,8 +84,7 @@ def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor 
         weight, bias = (None if p is None else p.reshape(n) for p in (weight, bias))
         return layer_norm(x.reshape(x.shape[:x.ndim - len(shape)] + (n,)), n, weight, bias, eps).reshape(x.shape)
     affine = () if weight is None else (weight,) if bias is None else (weight, bias)
-    fn = FusedLayerNormFunction if is_fused_enabled() and x.numel() else LayerNormFunction  # speed: under mg.fused()
-    return fn.apply(x, *affine, eps=eps)
+    return LayerNormFunction.apply(x, *affine, eps=eps)
 
 
 def _normalized_shape(op: str, normalized_shape: int | Sequence[int], x: Tensor, **params: Tensor | None

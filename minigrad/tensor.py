@@ -138,8 +138,8 @@ def is_grad_enabled() -> bool:
 
 
 class fused(_Switch):
-    """`with mg.fused():` softmax, layer norm and GELU's tanh form run their fused kernels (the same formula
-    in fewer passes over memory, written beside the plain one); mg.fused(False) turns them off again."""
+    """`with mg.fused():` the models' attention runs as one node, F.scaled_dot_product_attention, instead of its
+    four steps written out (models/attention.py, where the choice is made); mg.fused(False) turns it off again."""
 
     name = "fused"
 
@@ -175,11 +175,11 @@ class Function:
     versions: Sequence[tuple[list[int], int, int]] = ()
     view = False  # True: forward may return a view of its first input, which then shares its memory and version
     _hooks: tuple[Any, ...] = ()  # register_hook / retain_grad on the tensor this node computed
-    _op = "function"  # the name in error messages, once per subclass: (Fused)LinearFunction -> "linear"
+    _op = "function"  # the name in error messages, once per subclass: LinearFunction -> "linear"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._op = cls.__name__.removeprefix("Fused").removesuffix("Function").lower()
+        cls._op = cls.__name__.removesuffix("Function").lower()
 
     @classmethod
     def apply(cls, *inputs: Tensor, **options: Any) -> Tensor | tuple[Tensor, ...]:
@@ -352,10 +352,11 @@ class Tensor:
         self._data = value
         self._version_counter[0] += 1
 
-    data = property(lambda self: self._data, _set_data, doc="The backend array itself (writes into it are not counted)")
-    shape = property(lambda self: self._data.shape)
-    ndim = property(lambda self: self._data.ndim)
-    dtype = property(lambda self: self._data.dtype)
+    # C getters (attrgetter), as for grad: the engine reads these on every op
+    data = property(attrgetter("_data"), _set_data, doc="The backend array itself (writes into it are not counted)")
+    shape = property(attrgetter("_data.shape"))
+    ndim = property(attrgetter("_data.ndim"))
+    dtype = property(attrgetter("_data.dtype"))
     device = property(lambda self: backend.device_of(self._data))
     _version = property(lambda self: self._version_counter[0])  # as PyTorch's x._version: writes counted so far
 

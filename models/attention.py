@@ -84,18 +84,21 @@ class MultiHeadSelfAttention(nn.Module):
             k, v = (t.reshape(B, n_kv, 1, t.shape[2], hs).expand(B, n_kv, nh // n_kv, t.shape[2], hs)
                     .reshape(B, nh, t.shape[2], hs) for t in (k, v))  # (B, nh, T_k, hs)
         T_k = k.shape[2]
+        if mg.is_fused_enabled() and cache is None and trace is None:  # speed: steps 1-4 below as one node
+            out = F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_dropout.p if self.training else 0.0,
+                                                 is_causal=True)  # (B, nh, T, hs)
+        else:
+            # step 1, scores: each query against every key, divided by sqrt(d_k) to keep softmax well scaled
+            scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T_k)
 
-        # step 1, scores: each query against every key, divided by sqrt(d_k) to keep softmax well scaled
-        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T_k)
+            # step 2, causal mask: a position may not look at later positions (their scores become -inf)
+            masked = scores + F.causal_mask(T, T_k, dtype=x.dtype, device=x.device)  # + 0, or + -inf for a later key
 
-        # step 2, causal mask: a position may not look at later positions (their scores become -inf)
-        masked = scores + F.causal_mask(T, T_k, dtype=x.dtype, device=x.device)  # + 0, or + -inf for a later key
+            # step 3, softmax over each row: weights in [0, 1] that sum to 1
+            weights = F.softmax(masked, dim=-1)  # (B, nh, T, T_k)
 
-        # step 3, softmax over each row: weights in [0, 1] that sum to 1
-        weights = F.softmax(masked, dim=-1)  # (B, nh, T, T_k)
-
-        # step 4, weighted sum of the values: b_i = sum_j weights_ij v_j
-        out = self.attn_dropout(weights) @ v  # (B, nh, T, hs)
+            # step 4, weighted sum of the values: b_i = sum_j weights_ij v_j
+            out = self.attn_dropout(weights) @ v  # (B, nh, T, hs)
 
         # merge the heads back side by side, then the output projection
         out = out.transpose(1, 2).reshape(B, T, nh * hs)  # (B, T, nh*hs), which is C unless head_size says otherwise

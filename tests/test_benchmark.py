@@ -16,7 +16,7 @@ TINY = ["--configs", "tiny", "--pairs", "1", "--steps", "2", "--warmup", "1"]
 NO_TORCH = "PyTorch is not installed: pip install 'minigrad[torch]' to run the benchmark against it"
 
 
-@pytest.mark.parametrize("fused", [False, True], ids=["plain Functions", "fused kernels"])
+@pytest.mark.parametrize("fused", [False, True], ids=["attention written out", "attention as one node"])
 @pytest.mark.parametrize("config", ["tiny", "small"])
 def test_float32_training_step_makes_no_float64_array(config, fused):
     model, _, x, y = bench.minigrad_setup(bench.CONFIGS[config])
@@ -103,13 +103,14 @@ def test_the_heap_setting_is_made_in_minigrad_workers_only_and_fused_kernels_run
         calls.clear()
         with intercept(record):
             bench.worker(kind, "tiny", steps=1, warmup=0, device="cpu", threads=1)
-        made[kind] = ("heap" in calls, "FusedLayerNormFunction" in calls, "LayerNormFunction" in calls)
+        made[kind] = ("heap" in calls, "ScaledDotProductAttentionFunction" in calls, "SoftmaxFunction" in calls)
     assert made == {"minigrad": (True, False, True), "minigrad-fused": (True, True, False),
                     "torch": (False, False, False), "torch-sdpa": (False, False, False)}
     for kind, fused in (("minigrad-profile", False), ("minigrad-fused-profile", True)):
         calls.clear()
         profile = bench.worker(kind, "tiny", steps=1, warmup=0, device="cpu", threads=1)
-        assert calls == ["heap"] and ("FusedLayerNormFunction" in {r["name"] for r in profile["primitives"]}) == fused
+        assert calls == ["heap"]
+        assert ("ScaledDotProductAttentionFunction" in {r["name"] for r in profile["primitives"]}) == fused
 
 
 def test_a_failing_worker_says_which_and_why():
@@ -118,7 +119,7 @@ def test_a_failing_worker_says_which_and_why():
         bench.spawn("nonsense", args)
 
 
-@pytest.mark.parametrize("fused", [False, True], ids=["plain Functions", "fused kernels"])
+@pytest.mark.parametrize("fused", [False, True], ids=["attention written out", "attention as one node"])
 def test_profile_covers_every_primitive_of_a_step_and_adds_up(fused):
     model, _, x, y = bench.minigrad_setup(bench.CONFIGS["tiny"])
     used = set()
@@ -133,7 +134,7 @@ def test_profile_covers_every_primitive_of_a_step_and_adds_up(fused):
     profile = bench.profile_primitives("tiny", steps=2, warmup=1, fused=fused)
 
     assert {r["name"] for r in profile["primitives"]} == used
-    assert ("FusedSoftmaxFunction" in used) == fused
+    assert ("ScaledDotProductAttentionFunction" in used) == fused
     rows = bench.profile_rows(profile)
     assert all(t >= 0 for _, fwd, bwd, total in rows for t in (fwd or 0, bwd or 0, total))  # [engine] too
     assert [label for label, *_ in rows[-2:]] == ["[engine]", "[optimizer]"]
@@ -166,7 +167,7 @@ def test_profile_command_prints_both_breakdowns(tmp_path, capsys):
     mine, fused, theirs, sdpa = json.loads(out.read_text())["profiles"]
     for p in (mine, fused):
         assert p["phases_ms"]["step"] > 0 and p["primitives"]
-    assert any(r["name"].startswith("Fused") for r in fused["primitives"])
+    assert any(r["name"] == "ScaledDotProductAttentionFunction" for r in fused["primitives"])
     for p in (theirs, sdpa):
         assert p["clock"] == "CPU" and p["ops"] and p["total_self_ms"] >= sum(op["self_ms"] for op in p["ops"])
     assert any("scaled_dot_product" in op["name"] for op in sdpa["ops"])

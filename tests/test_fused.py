@@ -1,7 +1,8 @@
-"""Under mg.fused(), softmax, layer norm and GELU's tanh form run their fused kernels, and cross-entropy its fused
-forward: the same values and gradients as the plain Functions, to float rounding, in float32 and float64 (GELU's
-rows split over several blocks, rows short and long, masked rows, ignored targets, empty inputs); the switch is
-scoped and per thread, and the kernels' own gradients pass the finite-difference check.
+"""The fast paths: softmax, layer norm, GELU and cross-entropy compute in place (one Function each, no second
+kernel), so their float32 results must match float64's to float32 rounding and their gradients pass the
+finite-difference check, on rows short and long, masked rows, ignored targets and empty inputs. Under mg.fused()
+the models' attention runs as one node, F.scaled_dot_product_attention: the same values and gradients as its
+four steps written out, with and without dropout and grouped key/value heads; the switch is scoped and per thread.
 """
 
 from __future__ import annotations
@@ -14,19 +15,23 @@ import pytest
 import minigrad as mg
 from minigrad import backend
 from minigrad import functional as F
-from minigrad.activations import FusedGeluFunction
 from minigrad.tensor import intercept
+from models.attention import MultiHeadSelfAttention
 
 TARGETS = np.array([[0, 3, -1, 9], [9, 9, 1, -1], [2, -1, 5, 4]])  # (3, 4); -1: ignored
 
 CASES = {
-    "gelu": (lambda x: F.gelu(x, approximate="tanh"), [(3, 7, 10)]),
+    "gelu, tanh": (lambda x: F.gelu(x, approximate="tanh"), [(3, 7, 10)]),
+    "gelu, exact": (lambda x: F.gelu(x * 3.0), [(3, 7, 10)]),
     "softmax": (lambda x: F.softmax(x), [(2, 3, 5, 9)]),
     "softmax, axis 1": (lambda x: F.softmax(x, axis=1), [(4, 6, 3)]),
+    "log_softmax, axis 0": (lambda x: F.log_softmax(x, dim=0), [(4, 6, 3)]),
     "softmax, masked rows": (lambda x: F.softmax(x + F.causal_mask(6, dtype=x.dtype, device=x.device)), [(2, 6, 6)]),
+    "softmax, a transposed input": (lambda x: F.softmax(x.transpose(0, 1)), [(5, 3, 4)]),
     "layer_norm": (lambda x, w, b: F.layer_norm(x, 12, w, b), [(5, 7, 12), (12,), (12,)]),
     "layer_norm, weight only": (lambda x, w: F.layer_norm(x, 12, w), [(9, 12), (12,)]),
     "layer_norm, no affine": (lambda x: F.layer_norm(x, 12), [(3, 4, 12)]),
+    "layer_norm, a transposed input": (lambda x, w, b: F.layer_norm(x.transpose(0, 1), 5, w, b), [(5, 4), (5,), (5,)]),
     "softmax, short rows": (lambda x: F.softmax(x), [(5, 70)]),
     "softmax, long rows": (lambda x: F.softmax(x), [(5, 3, 130)]),
     "gelu, empty": (lambda x: F.gelu(x, approximate="tanh"), [(0, 5)]),
@@ -40,72 +45,94 @@ CASES = {
                                             [(3, 4, 10)]),
     "cross_entropy, long rows": (lambda x: F.cross_entropy(x, TARGETS % 9, label_smoothing=0.2), [(3, 4, 100)]),
 }
-FUSED_KERNEL = {"gelu": "FusedGeluFunction", "softmax": "FusedSoftmaxFunction", "layer_norm": "FusedLayerNormFunction",
-                "cross_entropy": "FusedCrossEntropyFunction"}
 
 
 def _run(fn, shapes, dtype, device, seed=0):
-    """fn's output and every input's gradient, for a random upstream gradient."""
+    """fn's output and every input's gradient, for a random upstream gradient (the same values in every dtype)."""
     rng = np.random.default_rng(seed)
-    xs = [mg.tensor(rng.standard_normal(s), dtype=dtype, device=device, requires_grad=True) for s in shapes]
+    values = [rng.standard_normal(s) for s in shapes]
+    xs = [mg.tensor(v, dtype=dtype, device=device, requires_grad=True) for v in values]
     out = fn(*xs)
     out.backward(rng.standard_normal(out.shape))
     return [backend.to_numpy(a) for a in [out.data] + [x.grad for x in xs]]
 
 
-def _nodes(fn, shapes, dtype=mg.float64, device="cpu"):
-    """The Function classes that fn's forward ran, as the engine's hook sees them."""
+@pytest.mark.parametrize("case", list(CASES))
+def test_in_place_float32_matches_float64(case, device):
+    fn, shapes = CASES[case]
+    wide, narrow = _run(fn, shapes, mg.float64, device), _run(fn, shapes, mg.float32, device)
+    for name, w, n in zip(["output"] + [f"grad {i}" for i in range(len(shapes))], wide, narrow, strict=True):
+        assert n.dtype == np.float32 and n.shape == w.shape, name
+        np.testing.assert_allclose(n, w, rtol=1e-5, atol=1e-6 * np.abs(w).max(initial=0), err_msg=f"{case}: {name}")
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if not any(w in c for w in ("empty", "no rows", "every target"))])
+def test_in_place_kernels_pass_the_gradient_check(case):
+    fn, shapes = CASES[case]
+    rng = np.random.default_rng(1)
+    xs = [mg.tensor(rng.standard_normal(s), dtype=mg.float64, requires_grad=True) for s in shapes]
+    assert mg.gradcheck(fn, *xs)
+
+
+def test_gelu_saves_nothing_without_grad():
+    x = mg.randn(4, 8)
+    y = F.gelu(x, approximate="tanh")
+    assert y._ctx is None
+    with mg.no_grad():
+        y = F.gelu(mg.randn(4, 8, requires_grad=True), approximate="tanh")
+    assert y._ctx is None
+
+
+def _nodes(module, x):
+    """The Function classes that module(x) ran, as the engine's hook sees them."""
     seen = []
 
     def record(node, method, run):
         seen.append(type(node).__name__)
         return run()
 
-    xs = [mg.tensor(np.ones(s), dtype=dtype, device=device, requires_grad=True) for s in shapes]
     with intercept(record):
-        fn(*xs)
+        module(x)
     return seen
 
 
-@pytest.fixture
-def small_blocks(monkeypatch):
-    monkeypatch.setattr(FusedGeluFunction, "BLOCK", 20)  # GELU's rows of 10: two rows a block, a partial last one
+@pytest.mark.parametrize("n_kv_heads, dropout", [(None, 0.0), (2, 0.0), (None, 0.3)],
+                         ids=["heads", "grouped key/value heads", "dropout"])
+def test_attention_as_one_node_equals_the_steps_written_out(n_kv_heads, dropout, device):
+    mg.manual_seed(0)
+    attn = MultiHeadSelfAttention(16, 4, dropout=dropout, n_kv_heads=n_kv_heads).to(mg.float64).to(device)
+    x = mg.tensor(np.random.default_rng(0).standard_normal((3, 7, 16)), dtype=mg.float64, device=device,
+                  requires_grad=True)
+    dout = np.random.default_rng(1).standard_normal((3, 7, 16))
+
+    def run(fused):
+        mg.manual_seed(5)  # the same dropout masks: both paths draw one (B, nh, T, T) mask from the generator
+        attn.zero_grad()
+        x.grad = None
+        with mg.fused(fused):
+            out = attn(x)
+        out.backward(dout)
+        return [backend.to_numpy(a) for a in (out.data, x.grad, *(p.grad for p in attn.parameters()))]
+
+    written, one_node = run(False), run(True)
+    largest = max(np.abs(w).max() for w in written)  # k_proj's bias gets 0 but rounding: softmax ignores a shift
+    for w, o in zip(written, one_node, strict=True):
+        np.testing.assert_allclose(o, w, rtol=1e-12, atol=1e-13 * largest)
 
 
-@pytest.mark.parametrize("dtype", [mg.float32, mg.float64])
-@pytest.mark.parametrize("case", list(CASES))
-def test_fused_kernel_equals_plain(case, dtype, device, small_blocks):
-    fn, shapes = CASES[case]
-    plain = _run(fn, shapes, dtype, device)
+def test_attention_node_runs_only_under_the_switch_and_never_with_a_trace():
+    attn = MultiHeadSelfAttention(8, 2)
+    x = mg.randn(2, 5, 8)
+    assert "ScaledDotProductAttentionFunction" not in _nodes(attn, x)
     with mg.fused():
-        fused = _run(fn, shapes, dtype, device)
-    tol = 2e-6 if dtype == mg.float32 else 1e-13
-    for name, p, f in zip(["output"] + [f"grad {i}" for i in range(len(shapes))], plain, fused, strict=True):
-        assert f.dtype == p.dtype and f.shape == p.shape, name
-        np.testing.assert_allclose(f, p, rtol=tol, atol=tol * np.abs(p).max(initial=0), err_msg=f"{case}: {name}")
-
-
-@pytest.mark.parametrize("case", ["gelu", "softmax", "layer_norm", "layer_norm, weight only", "cross_entropy"])
-def test_the_fused_kernel_is_the_one_that_runs_and_only_under_the_switch(case, small_blocks):
-    fn, shapes = CASES[case]
-    kernel = FUSED_KERNEL[case.split(",")[0]]
-    assert kernel not in _nodes(fn, shapes)
-    with mg.fused():
-        assert kernel in _nodes(fn, shapes)
+        assert "ScaledDotProductAttentionFunction" in _nodes(attn, x)
+        trace = []
+        attn(x, trace=trace)  # a trace asks for the steps: they run written out
+        assert set(trace[0]) == {"q", "k", "v", "scores", "weights", "out"}
         with mg.fused(False):
-            assert kernel not in _nodes(fn, shapes)
+            assert "ScaledDotProductAttentionFunction" not in _nodes(attn, x)
         assert mg.is_fused_enabled()
     assert not mg.is_fused_enabled()
-
-
-@pytest.mark.parametrize("case", ["gelu", "softmax", "softmax, masked rows", "layer_norm", "layer_norm, weight only",
-                                  "cross_entropy, smoothing, sum"])
-def test_fused_kernels_pass_the_gradient_check(case, small_blocks):
-    fn, shapes = CASES[case]
-    rng = np.random.default_rng(1)
-    xs = [mg.tensor(rng.standard_normal(s), dtype=mg.float64, requires_grad=True) for s in shapes]
-    with mg.fused():
-        assert mg.gradcheck(fn, *xs)
 
 
 def test_the_switch_is_per_thread():
@@ -119,14 +146,6 @@ def test_the_switch_is_per_thread():
         t.start()
         t.join()
     assert seen == {"fused": False}
-
-
-def test_fused_gelu_saves_nothing_without_grad():
-    x = mg.randn(4, 8)
-    with mg.fused():
-        y = F.gelu(x, approximate="tanh")
-    np.testing.assert_allclose(y.numpy(), F.gelu(x, approximate="tanh").numpy(), rtol=2e-6, atol=1e-7)
-    assert y._ctx is None
 
 
 def test_gpt_step_under_fused_matches_plain():

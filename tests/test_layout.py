@@ -114,11 +114,12 @@ def test_a_training_iteration_is_a_short_walk_through_few_files(capsys):
     files = {f for f, _ in called}
     assert len(called) <= 115, sorted(called)
     assert len(files) <= 16, sorted(files)
-    assert "minigrad/runtime.py" not in files and not any(q.startswith("Fused") for _, q in called)
+    assert "minigrad/runtime.py" not in files and not any(q.startswith("ScaledDotProduct") for _, q in called)
     assert {"train.py", "models/attention.py", "minigrad/tensor.py"} <= files
 
 
-def test_the_fused_kernels_run_only_when_asked_for(capsys):
+def test_the_fast_paths_run_only_when_asked_for(capsys):
     called = {q for _, q in trace_second_iteration(["--fused"])}
-    assert {"FusedSoftmaxFunction.forward", "FusedLayerNormFunction.backward", "Adam.fused_step"} <= called
-    assert "SoftmaxFunction.forward" not in called
+    assert {"ScaledDotProductAttentionFunction.forward", "ScaledDotProductAttentionFunction.backward",
+            "Adam.fused_step"} <= called
+    assert "SoftmaxFunction.forward" not in called and "Adam.update" not in called
