@@ -224,12 +224,13 @@ class GPT(DecoderModel):
         self.init_weights(".proj.weight")  # the residual projections: attention's and the MLP's output projections
 
     @classmethod
-    def from_pretrained(cls, path: str, dtype: Any = "float32", device: str = "cpu") -> GPT:
+    def from_pretrained(cls, path: str, dtype: Any = "float32", device: str = "cpu", dropout: float = 0.0) -> GPT:
         """A GPT with the weights of a local Hugging Face GPT-2 folder (gpt2, distilgpt2, ...), in dtype (float32 or
-        float64) on device; models/pretrained.py maps the names and refuses, in one line, a folder it cannot load."""
+        float64) on device, `dropout` to fine-tune with; models/pretrained.py maps the names and refuses, in one line,
+        a folder it cannot load."""
         from models import pretrained  # it builds GPTs: imported when called, not by this module
 
-        return pretrained.load(path, dtype, device, expect=cls)
+        return pretrained.load(path, dtype, device, expect=cls, dropout=dropout)
 
     def forward(self, idx: Any, targets: Any = None, *, caches: list[KVCache] | None = None, start: int = 0,
                 trace: Trace | None = None) -> tuple[Tensor, Tensor | None]:

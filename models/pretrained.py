@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -23,39 +24,26 @@ CONVERT = ("python -c \"from transformers import AutoModelForCausalLM as M; "
 # Plan: each tensor of the file (its name without the "transformer." or "model." prefix) -> the minigrad parameters
 # it fills, stacked along their first axis, and whether it is stored (in, out) as HF's Conv1D does (so transposed).
 Plan = dict[str, tuple[list[str], bool]]
+Tensors = dict[str, tuple[str, str, tuple[int, ...], str]]  # a tensor's name -> (its file, full name, shape, dtype)
 
 
 class PretrainedError(ValueError):
     """A folder that cannot be loaded, in one line naming the file, setting or tensor at fault."""
 
 
-def load(path: str, dtype: Any = "float32", device: str = "cpu", expect: type | None = None) -> GPT | Llama:
+def load(path: str, dtype: Any = "float32", device: str = "cpu", expect: type | None = None,
+         dropout: float = 0.0) -> GPT | Llama:
     """The GPT or Llama of the Hugging Face folder `path`, its weights in `dtype` (float32, or float64) on `device`.
-    expect: the model class the caller wants; a folder of the other architecture is refused."""
+    expect: the model class the caller wants; a folder of the other architecture is refused. dropout: for fine-tuning
+    (a config.json has none)."""
     dtype = np.dtype(dtype)
     if dtype not in (np.float32, np.float64):
         raise PretrainedError(f"dtype {dtype} is not one minigrad computes in: choose float32 or float64")
-    hf = read_config(path)
-    model_class = MODEL_TYPES[hf["model_type"]]
-    if expect is not None and model_class is not expect:
-        raise PretrainedError(f"{path} holds a {hf['model_type']} model; load it with {model_class.__name__}"
-                              f".from_pretrained, not {expect.__name__}.from_pretrained")
-    config = gpt2_config(hf, path) if model_class is GPT else llama_config(hf, path)
-    plan = gpt2_plan(config) if model_class is GPT else llama_plan(config)
-    tensors = read_header(path, "transformer." if model_class is GPT else "model.")
-    skip = ignored(config, model_class)
-    missing = [name for name in plan if name not in tensors]
-    if missing:
-        raise PretrainedError(f"{path}: tensor {missing[0]!r} is missing from the weights"
-                              + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
-    unexpected = sorted(set(tensors) - set(plan) - skip)
-    if unexpected:
-        file, full, _, _ = tensors[unexpected[0]]
-        raise PretrainedError(f"{file}: tensor {full!r} is not part of a {hf['model_type']} model with this "
-                              "config.json (another architecture, or a setting minigrad does not have?)")
-    check_memory(path, [tensors[name] for name in plan], dtype, device)
+    model_class, config, tensors = read_folder(path, expect)
+    check_memory(path, list(tensors.values()), dtype, device)
 
-    model = model_class(config).to(dtype)  # on the host; each parameter is then overwritten with the file's values
+    plan = plan_of(config)
+    model = model_class(replace(config, dropout=dropout)).to(dtype)  # on the host, then filled from the file
     params = dict(model.named_parameters())
     for name, (targets, conv1d) in plan.items():  # every shape checked before any tensor is read
         file, full, shape, _ = tensors[name]
@@ -72,6 +60,30 @@ def load(path: str, dtype: Any = "float32", device: str = "cpu", expect: type | 
         for target, part in zip(targets, np.split(value, sizes), strict=True):  # GPT-2's c_attn: W_Q, W_K, W_V
             params[target].data = np.array(part, dtype=dtype, order="C")
     return model.to(device)
+
+
+def read_folder(path: str, expect: type | None = None) -> tuple[type, GPTConfig | LlamaConfig, Tensors]:
+    """The model class, config and weight tensors of a folder, from config.json and the weight files' headers (no
+    weight is read): every tensor the config calls for, checked to be there, and no tensor it has no place for.
+    expect: the model class the caller wants; a folder of the other architecture is refused."""
+    hf = read_config(path)
+    model_class = MODEL_TYPES[hf["model_type"]]
+    if expect is not None and model_class is not expect:
+        raise PretrainedError(f"{path} holds a {hf['model_type']} model; load it with {model_class.__name__}"
+                              f".from_pretrained, not {expect.__name__}.from_pretrained")
+    config = gpt2_config(hf, path) if model_class is GPT else llama_config(hf, path)
+    plan = plan_of(config)
+    tensors = read_header(path, "transformer." if model_class is GPT else "model.")
+    missing = [name for name in plan if name not in tensors]
+    if missing:
+        raise PretrainedError(f"{path}: tensor {missing[0]!r} is missing from the weights"
+                              + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    unexpected = sorted(set(tensors) - set(plan) - ignored(config, model_class))
+    if unexpected:
+        file, full, _, _ = tensors[unexpected[0]]
+        raise PretrainedError(f"{file}: tensor {full!r} is not part of a {hf['model_type']} model with this "
+                              "config.json (another architecture, or a setting minigrad does not have?)")
+    return model_class, config, {name: tensors[name] for name in plan}
 
 
 def read_config(path: str) -> dict[str, Any]:
@@ -185,6 +197,10 @@ def llama_plan(config: LlamaConfig) -> Plan:
     return plan
 
 
+def plan_of(config: GPTConfig | LlamaConfig) -> Plan:
+    return gpt2_plan(config) if isinstance(config, GPTConfig) else llama_plan(config)
+
+
 def ignored(config: GPTConfig | LlamaConfig, model_class: type) -> set[str]:
     """Tensors a folder may hold that are not weights: older files' causal masks and rotary tables, and the head
     of a tied model saved beside the embedding it equals."""
@@ -218,7 +234,7 @@ def weight_files(path: str) -> list[str]:
     raise PretrainedError(f"{path} has no {WEIGHTS} (nor {INDEX} for a sharded checkpoint)")
 
 
-def read_header(path: str, prefix: str) -> dict[str, tuple[str, str, tuple[int, ...], str]]:
+def read_header(path: str, prefix: str) -> Tensors:
     """Every tensor of the folder's weight files, by its name less `prefix`: (file, full name, shape, dtype)."""
     safe_open = safetensors_open()
     tensors = {}
@@ -259,8 +275,7 @@ def safetensors_open() -> Any:
     return safe_open
 
 
-def check_memory(path: str, tensors: list[tuple[str, str, tuple[int, ...], str]], dtype: np.dtype,
-                 device: str) -> None:
+def check_memory(path: str, tensors: list[tuple[str, str, tuple[int, ...], str]], dtype: np.dtype, device: str) -> None:
     """Refuse, before allocating, weights that cannot fit: every parameter in `dtype`, and room to read and convert
     the largest tensor beside them. Sampling adds a few activations of one sequence (a few percent for GPT-2)."""
     sizes = [int(np.prod(shape)) for _, _, shape, _ in tensors]
