@@ -7,11 +7,16 @@ A test that needs a GPU carries the `cuda` mark (the `device` fixture's "cuda" c
 MINIGRAD_REQUIRE_CUDA=1 (scripts/gpu_check.sh sets it) they fail instead, so a run on a GPU machine
 cannot pass by skipping. Tests meant for machines without a GPU (the error `--device cuda` gives
 there) carry no mark: they skip on a GPU machine either way.
+
+`folders` and `float64_reference` are the Hugging Face folders of tests/hf_folders.py, built once for
+every test that loads or fine-tunes one, and the float64 reference they are compared with.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -53,3 +58,19 @@ def rand(device: str):
 
     return make
 
+
+
+@pytest.fixture(scope="session")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Any]]:
+    """Every folder of hf_folders.MODELS: name -> (its path, the transformers model it holds, in float64). Importing
+    hf_folders skips the test, with the reason, where a package it builds with is missing."""
+    import hf_folders
+
+    return hf_folders.build_folders(tmp_path_factory.mktemp("hf"))
+
+
+@pytest.fixture
+def float64_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hf_folders
+
+    hf_folders.use_float64_reference(monkeypatch)
