@@ -6,6 +6,7 @@ states, written atomically; read back, checked, older formats migrated; and turn
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -13,26 +14,38 @@ import numpy as np
 import minigrad as mg
 from minigrad import backend, nn
 from minigrad.optim import Optimizer
-from settings import CHECKPOINT, DEFAULTS, RunFailed, UsageError, build_model, build_task, check_settings, model_config
+from settings import (
+    ARCHITECTURES,
+    CHECKPOINT,
+    DEFAULTS,
+    RunFailed,
+    UsageError,
+    build_model,
+    build_task,
+    check_settings,
+    model_config,
+)
 from tasks import Task, TextTask
 from tokenizer import CharTokenizer, from_state
 
-FORMAT = 4  # 4: the optimizer's state per parameter, as its state_dict() gives it (PyTorch's layout); 3 and before:
-# by position, with one step for all. 3: the text task's tokenizer, the best held-out estimate, and the settings of
-# grad_accum, beta2, ...; 2: without those; each attention's W_Q, W_K, W_V as q_proj, k_proj, v_proj. 1 (no "format"
-# entry): one matrix, qkv
+FORMAT = 5  # 5: the model's config, every field (a model from --init-from has sizes no flag gives), and the setting
+# init_from; 4 and before: the model built from the settings. 4: the optimizer's state per parameter, as its
+# state_dict() gives it (PyTorch's layout); 3 and before: by position, with one step for all. 3: the text task's
+# tokenizer, the best held-out estimate, and the settings of grad_accum, beta2, ...; 2: without those; each
+# attention's W_Q, W_K, W_V as q_proj, k_proj, v_proj. 1 (no "format" entry): one matrix, qkv
 NEW_IN_3 = ("tokenizer", "vocab_size", "bias", "gelu", "grad_accum", "min_lr", "beta2", "eval_iters", "always_save")
 
 
 def save_checkpoint(path: str, model: nn.Module, opt: Optimizer, step: int, settings: dict[str, Any], task: Task,
                     data_rng: np.random.Generator, best_val: float | None = None) -> None:
-    """Everything needed to continue exactly: weights, optimizer, step, settings, the task's vocabulary (token id i is
-    vocab[i]) and the text task's tokenizer, the best held-out estimate so far (for --keep-best) and the random-number
-    states. Written atomically by mg.save."""
+    """Everything needed to continue exactly: weights, the model's config, optimizer, step, settings, the task's
+    vocabulary (token id i is vocab[i]) and the text task's tokenizer, the best held-out estimate so far (for
+    --keep-best) and the random-number states. Written atomically by mg.save."""
     tokenizer = task.tokenizer.to_state() if isinstance(task, TextTask) else None
     try:
-        mg.save({"format": FORMAT, "model": model.state_dict(), "optim": opt.state_dict(), "step": step,
-                 "settings": settings, "vocab": task.vocab, "tokenizer": tokenizer, "best_val": best_val,
+        mg.save({"format": FORMAT, "model": model.state_dict(), "config": asdict(model.config),
+                 "optim": opt.state_dict(), "step": step, "settings": settings, "vocab": task.vocab,
+                 "tokenizer": tokenizer, "best_val": best_val,
                  "rng": {"data": data_rng.bit_generator.state, "cpu": backend.generator("cpu").bit_generator.state}},
                 path)
     except OSError as err:
@@ -57,8 +70,11 @@ def load_checkpoint(out: str) -> dict[str, Any]:
     wrong = [key for key, kind in kinds.items() if not isinstance(ckpt.get(key), kind)]
     if not wrong and version < 3:
         _add_format_3_entries(ckpt)
+    if not wrong and version < 5:
+        ckpt["settings"].setdefault("init_from", None)  # format 5's: such runs started from random weights
+        ckpt["config"] = None  # their model is built from the settings, as then
     wrong += [f"settings/{key}" for key in DEFAULTS if "settings" not in wrong and key not in ckpt["settings"]]
-    wrong += [key for key in ("tokenizer", "best_val") if key not in ckpt]
+    wrong += [key for key in ("tokenizer", "best_val", "config") if key not in ckpt]
     if wrong:
         raise UsageError(f"{path} is not a checkpoint of this train.py: {', '.join(wrong)} missing or malformed")
     if version == 1:
@@ -112,9 +128,21 @@ def restore(ckpt: dict[str, Any], device: str) -> tuple[Task, nn.Module]:
     """The task and the model of a checkpoint from load_checkpoint, with its weights, on `device`."""
     settings = ckpt["settings"]
     task = restore_task(ckpt)
-    model = build_model(settings, model_config(settings, task), device)
+    model = build_model(settings, checkpoint_config(ckpt, settings, task), device)
     load_weights(model, ckpt)
     return task, model
+
+
+def checkpoint_config(ckpt: dict[str, Any], settings: dict[str, Any], task: Task) -> Any:
+    """The model config of a checkpoint: its "config" entry, with the dropout of `settings` (a resumed run may change
+    it); for a format before 5, the one its settings and task make, as train.py made it then."""
+    if ckpt["config"] is None:
+        return model_config(settings, task)
+    _, config_class = ARCHITECTURES[settings["arch"]]
+    try:
+        return config_class(**{**ckpt["config"], "dropout": settings["dropout"]})
+    except (TypeError, ValueError) as err:
+        raise UsageError(f"the checkpoint's model config does not make a {config_class.__name__}: {err}") from None
 
 
 def _split_qkv_weights(state: dict[str, Any]) -> None:
@@ -172,7 +200,7 @@ def resume_training(ckpt: dict[str, Any], model: nn.Module, opt: Optimizer, data
     load_weights(model, ckpt)
     try:
         saved = _split_qkv_buffers(ckpt["optim"], model, opt) if ckpt["format"] == 1 else ckpt["optim"]
-        opt.load_state_dict(saved if ckpt["format"] == FORMAT else _per_parameter_state(saved, opt))
+        opt.load_state_dict(saved if ckpt["format"] >= 4 else _per_parameter_state(saved, opt))  # 4: per parameter
         data_rng.bit_generator.state = ckpt["rng"]["data"]
         backend.generator("cpu").bit_generator.state = ckpt["rng"]["cpu"]
     except (ValueError, TypeError, KeyError, AttributeError) as err:

@@ -20,7 +20,7 @@ import numpy as np
 from tqdm import tqdm
 
 import minigrad as mg
-from checkpoint import load_checkpoint, restore_task, resume_training, save_checkpoint
+from checkpoint import checkpoint_config, load_checkpoint, restore_task, resume_training, save_checkpoint
 from explain import default_ids, explain_example, explain_main
 from minigrad import backend, distributed, nn, runtime
 from minigrad.optim import AdamW, Optimizer, decay_groups
@@ -31,6 +31,7 @@ from settings import (
     CHECKPOINT,
     DEFAULTS,
     DTYPES,
+    FOLDER_KEYS,
     GELUS,
     HELDOUT_SEED,
     MODEL_KEYS,
@@ -44,7 +45,9 @@ from settings import (
     check_device,
     check_settings,
     flag,
+    initial_model,
     model_config,
+    pretrained_task,
     run_cli,
 )
 from tasks import TASKS, TEXT_CONTEXT, Split, Task, TextTask, split
@@ -99,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--gelu", choices=list(GELUS), help="the MLP's GELU (--arch gpt): tanh, GPT-2's approximation "
                    "(default), or exact, with erf, nanoGPT's nn.GELU()")
     g.add_argument("--dropout", type=float, help="[dropout]")
+    g.add_argument("--init-from", metavar="DIR", help="fine-tune a Hugging Face GPT-2 or LLaMA folder (config.json, "
+                   "model.safetensors, tokenizer.json) on --task text: its weights, sizes and tokenizer, so no --arch, "
+                   "--preset, sizes or --tokenizer (docs/gpt2.md) [init_from='gpt2']")
     g = p.add_argument_group("training")
     g.add_argument("--steps", type=int, help=f"total optimizer steps (default {DEFAULTS['steps']}) [max_iters, "
                    "lr_decay_iters]")
@@ -144,7 +150,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def resolve_settings(args: argparse.Namespace, saved: dict[str, Any] | None) -> dict[str, Any]:
-    """DEFAULTS, then the checkpoint's settings when resuming, then the flags given; checked."""
+    """DEFAULTS, then the checkpoint's settings when resuming, then the flags given; checked. A flag of what an
+    --init-from folder fixes is refused."""
+    folder = args.init_from if saved is None or saved["init_from"] is None else saved["init_from"]
+    fixed = [key for key in FOLDER_KEYS if getattr(args, key, None) is not None]
+    if folder is not None and fixed:
+        given = "--bias / --no-bias" if fixed[0] == "bias" else flag(fixed[0])
+        raise UsageError(f"{given} cannot be given with --init-from {folder}: the folder's config.json and "
+                         "tokenizer.json fix the model and its tokenizer; drop it")
     settings = dict(DEFAULTS if saved is None else saved)
     for key in DEFAULTS:
         value = getattr(args, key, None)
@@ -295,11 +308,18 @@ def check_run(args: argparse.Namespace, world: distributed.World) -> tuple[Any, 
     check_device(args.device)
     ckpt = load_checkpoint(args.out) if args.resume else None
     settings = resolve_settings(args, ckpt["settings"] if ckpt else None)
-    task = restore_task(ckpt, settings) if ckpt else build_task(settings)  # resumed: the checkpoint's tokenizer
-    if not ckpt:
+    n_params = None  # the real count where it is known before building: a checkpoint's weights, a folder's tensors
+    if ckpt:  # the checkpoint's tokenizer and model config: an --init-from folder is not needed again
+        task = restore_task(ckpt, settings)
+        config = checkpoint_config(ckpt, settings, task)
+        n_params = sum(int(np.size(value)) for value in ckpt["model"].values())
+    elif settings["init_from"] is not None:
+        task, config, n_params = pretrained_task(settings)
+    else:
+        task = build_task(settings)
         check_block_size(settings, task)
-    config = model_config(settings, task)
-    check_memory(config, settings, task.seq_len - 1, args.device)
+        config = model_config(settings, task)
+    check_memory(config, settings, task.seq_len - 1, args.device, n_params)
     per_step = settings["batch_size"] * settings["grad_accum"]  # sequences per optimizer step
     if per_step % world.size:
         raise UsageError(f"--batch-size {settings['batch_size']} x --grad-accum {settings['grad_accum']} = {per_step} "
@@ -336,7 +356,7 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
 
     # from here on the ranks talk to each other: one that fails must not leave the others waiting
     with world.failing_together(), writing_into(args.out) if world.rank == 0 else nullcontext():
-        model = build_model(settings, config, args.device)
+        model = build_model(settings, config, args.device) if ckpt else initial_model(settings, config, args.device)
         opt = AdamW(decay_groups(model.named_parameters(), settings["weight_decay"]), lr=settings["lr"],
                     betas=(0.9, settings["beta2"]), fused=args.fused)
         data_rng = np.random.default_rng(settings["seed"])
@@ -357,7 +377,8 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
             if isinstance(task, TextTask) else ""))
         c, accum = model.config, settings["grad_accum"]
         print(f"model: {model.num_parameters():,} parameters, width {c.n_embd}, {c.n_head} heads, "
-              f"{c.n_layer} layers; {settings['steps']} steps of {per_step} sequences"
+              f"{c.n_layer} layers" + (f", from {settings['init_from']}" if settings["init_from"] else "")
+              + f"; {settings['steps']} steps of {per_step} sequences"
               + (f" ({accum} passes of {settings['batch_size']})" if accum > 1 else "") + f" on {args.device}"
               + (f", {per_rank} on each of {world.size} ranks" if world.size > 1 else ""))
         stop = StopRequest()
@@ -435,17 +456,21 @@ class StopRequest:
             signal.signal(s, handler)
 
 
-def check_memory(config: Any, settings: dict[str, Any], seq_len: int, device: str) -> None:
+def check_memory(config: Any, settings: dict[str, Any], seq_len: int, device: str, params: int | None = None) -> None:
     """Refuse a model or batch that cannot fit, before allocating anything: every parameter kept four times (weights,
     gradients, AdamW's m and v), and about 20 (B, T, C) and 3 (B, nh, T, T) arrays per layer and 3 (B, T, vocab) for
-    backward, within about 10% of the peaks benchmarks/bench.py measures."""
+    backward, within about 10% of the peaks benchmarks/bench.py measures. params: the real count, where known; else
+    the GPT's, from the config."""
     C, L, nh, V = config.n_embd, config.n_layer, config.n_head, config.vocab_size
     B, T = settings["batch_size"], seq_len
-    params = (V + config.block_size) * C + L * (12 * C * C + 13 * C) + 2 * C
+    if params is None:
+        params = (V + config.block_size) * C + L * (12 * C * C + 13 * C) + 2 * C
     activations = B * T * (L * (20 * C + 3 * nh * T) + 3 * V)
     need = np.dtype(settings["dtype"]).itemsize * (4 * params + activations)
     free = runtime.available_memory(device)
     if need > free:
+        smaller = ("--block-size or --batch-size, or a smaller model" if settings["init_from"]
+                   else "--preset, --n-embd, --n-layer, --block-size or --batch-size")
         raise UsageError(f"this run needs about {need / 2**30:,.1f} GiB ({params:,} parameters, kept 4 times, and "
                          f"the activations of {B} x {T} tokens), more than the {free / 2**30:,.1f} GiB available on "
-                         f"{device}: choose a smaller --preset, --n-embd, --n-layer, --block-size or --batch-size")
+                         f"{device}: choose a smaller {smaller}")

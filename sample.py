@@ -16,6 +16,7 @@ import minigrad as mg
 from checkpoint import load_checkpoint, restore
 from minigrad import backend
 from settings import CHECKPOINT, DTYPES, UsageError, load_pretrained, prompt_ids, run_cli
+from tasks import TextTask
 from tokenizer import HFTokenizer
 
 PRETRAINED_NEW_TOKENS = 64  # --max-new-tokens of a loaded model, unless given
@@ -41,20 +42,22 @@ def sample_main(argv: Sequence[str], prog: str = "sample.py") -> int:
     if args.init_from:
         model, tokenizer = load_pretrained(args.init_from, args.dtype or "float32", args.device)
         ids = pretrained_prompt(tokenizer, args.prompt)
-        decode, stop, n_new = tokenizer.decode, tokenizer.eos_id, PRETRAINED_NEW_TOKENS
+        decode, stop, n_new, in_context = tokenizer.decode, tokenizer.eos_id, PRETRAINED_NEW_TOKENS, True
     else:
         if args.dtype is not None:
             raise UsageError("--dtype is for --init-from; a checkpoint in --out keeps the dtype it was trained in")
         task, model = restore(load_checkpoint(args.out), args.device)
         ids = prompt_ids(task, args.prompt)
-        decode, stop, n_new = task.decode, None, task.seq_len - task.prompt_len  # as long as the task's answers
+        decode, n_new = task.decode, task.seq_len - task.prompt_len  # as long as the task's answers
+        in_context = isinstance(task, TextTask) and isinstance(task.tokenizer, HFTokenizer)  # fine-tuned, --init-from
+        stop = task.tokenizer.eos_id if in_context else None
     n_new = n_new if args.max_new_tokens is None else args.max_new_tokens
     if not ids:
         raise UsageError("--prompt has no tokens; give at least one")
     ids = ids[-model.config.block_size:]  # cropped, as nanoGPT does
-    # a loaded model's text continues the prompt's (a first word's space depends on what precedes it); a toy
-    # task's tokens are printed on their own, as its decode joins them
-    stream = Stream(decode, ids, stop, in_context=bool(args.init_from))
+    # a loaded or fine-tuned model's text continues the prompt's (a first word's space depends on what precedes it);
+    # a toy task's tokens are printed on their own, as its decode joins them
+    stream = Stream(decode, ids, stop, in_context)
     mg.manual_seed(args.seed)
     model.eval().generate(np.array([ids]), n_new, temperature=args.temperature, top_k=args.top_k, stop_token=stop,
                           on_token=stream)

@@ -9,7 +9,9 @@ import importlib.util
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import minigrad as mg
@@ -32,13 +34,16 @@ DEFAULTS = {  # a run's settings, as `python train.py` runs them; flags override
     "n_embd": None, "n_head": None, "n_layer": None, "block_size": None, "bias": None, "gelu": None, "dropout": 0.0,
     "steps": 300, "batch_size": 32, "grad_accum": 1, "lr": 3e-3, "min_lr": None, "warmup": 20, "weight_decay": 0.1,
     "beta2": 0.95, "grad_clip": 1.0, "seed": 1337, "eval_interval": 100, "eval_iters": 10, "checkpoint_interval": 100,
-    "always_save": True, "dtype": "float32",
-}  # None: the task's block size, the architecture's bias and GELU (gpt: biases, tanh), a min_lr of lr / 10
+    "always_save": True, "dtype": "float32", "init_from": None,
+}  # None: the task's block size, the architecture's bias and GELU (gpt: biases, tanh), a min_lr of lr / 10, no folder
 DTYPES = ("float32", "float64")
 TOKENIZERS = ("char", "bpe")
 GELUS = {"tanh": "tanh", "exact": "none"}  # --gelu -> GPTConfig.gelu, as F.gelu's `approximate` names them
 MODEL_KEYS = ("arch", "task", "data", "tokenizer", "vocab_size", "preset", "n_embd", "n_head", "n_layer", "block_size",
-              "bias", "gelu", "dtype")  # fixed on resume
+              "bias", "gelu", "dtype", "init_from")  # fixed on resume
+# what an --init-from folder fixes, so their flags are refused with it; its run records the folder's arch, tokenizer
+# "hf" and no preset (pretrained_task), and the model's config in the checkpoint
+FOLDER_KEYS = ("arch", "preset", "n_embd", "n_head", "n_layer", "bias", "gelu", "tokenizer", "vocab_size")
 CHECKPOINT = "ckpt.npz"
 HELDOUT_SEED = 0  # the held-out examples do not change with --seed, so runs compare on the same ones
 
@@ -78,10 +83,14 @@ def flag(key: str) -> str:
 def check_settings(settings: dict[str, Any]) -> None:
     """Refuse any setting that cannot work, naming its flag, before anything is built or written.
     (Model sizes and dropout are checked by the model's config, the task and --data by make_task.)"""
+    folder = settings["init_from"]
     for key, choices in (("arch", ARCHITECTURES), ("task", TASKS), ("preset", PRESETS), ("dtype", DTYPES),
                          ("tokenizer", TOKENIZERS)):
-        if settings[key] not in choices:
+        if settings[key] not in choices and not (folder is not None and key in ("preset", "tokenizer")):
             raise UsageError(f"{flag(key)} {settings[key]!r} is not one of {', '.join(choices)}")
+    if folder is not None and settings["task"] != "text":
+        raise UsageError(f"--init-from {folder} fine-tunes a language model on text: give --task text --data FILE "
+                         f"(task {settings['task']!r} has its own vocabulary)")
     if settings["gelu"] not in (None, *GELUS):
         raise UsageError(f"--gelu {settings['gelu']!r} is not one of {', '.join(GELUS)}")
     for key in ("steps", "batch_size", "grad_accum", "eval_interval", "eval_iters", "checkpoint_interval"):
@@ -118,9 +127,9 @@ def check_tokenizer(settings: dict[str, Any]) -> None:
         raise UsageError("--tokenizer bpe needs the tokenizers package: pip install -e '.[text]'")
 
 
-def build_task(settings: dict[str, Any], tokenizer: CharTokenizer | BPETokenizer | None = None) -> Task:
+def build_task(settings: dict[str, Any], tokenizer: CharTokenizer | BPETokenizer | HFTokenizer | None = None) -> Task:
     """The task of the settings; for text, windows of --block-size + 1 tokens, with a tokenizer trained on the file
-    (--tokenizer, --vocab-size) or the one given, a checkpoint's."""
+    (--tokenizer, --vocab-size) or the one given, a checkpoint's or an --init-from folder's."""
     options: dict[str, Any] = {}
     if settings["task"] == "text":
         block_size = TEXT_CONTEXT if settings["block_size"] is None else settings["block_size"]
@@ -180,6 +189,40 @@ def build_model(settings: dict[str, Any], config: Any, device: str) -> nn.Module
     return model_class(config).to(settings["dtype"]).to(device)
 
 
+def initial_model(settings: dict[str, Any], config: Any, device: str) -> nn.Module:
+    """A fresh run's model: the weights of the --init-from folder (with config's dropout), or seeded random ones."""
+    if settings["init_from"] is None:
+        return build_model(settings, config, device)
+    check_device(device)
+    mg.manual_seed(settings["seed"])  # dropout's masks, as build_model seeds them
+    with folder_errors():
+        return pretrained.load(settings["init_from"], settings["dtype"], device, dropout=config.dropout)
+
+
+def pretrained_task(settings: dict[str, Any]) -> tuple[Task, Any, int]:
+    """--init-from DIR, before any weight is read: the text task encoded with the folder's tokenizer, the model's
+    config (with the run's dropout) and its parameter count, from config.json, tokenizer.json and the weights'
+    headers. settings get what the folder fixes: its arch, tokenizer "hf", no preset, and the block size (default:
+    the text task's, or the model's context if shorter), checked against the model's context."""
+    path = settings["init_from"]
+    with folder_errors():
+        model_class, config, tensors = pretrained.read_folder(path)
+        tokenizer = HFTokenizer.from_folder(path)
+    check_vocabulary(path, tokenizer, config)
+    block_size = min(TEXT_CONTEXT, config.block_size) if settings["block_size"] is None else settings["block_size"]
+    if block_size > config.block_size:
+        raise UsageError(f"--block-size {block_size} is more than the model of {path} reads: its context is "
+                         f"{config.block_size} tokens (config.json); choose {config.block_size} or fewer")
+    arch = next(name for name, (cls, _) in ARCHITECTURES.items() if cls is model_class)
+    settings.update(arch=arch, tokenizer=tokenizer.kind, preset=None, block_size=block_size)
+    try:
+        config = replace(config, dropout=settings["dropout"])
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    n_params = sum(math.prod(shape) for _, _, shape, _ in tensors.values())
+    return build_task(settings, tokenizer), config, n_params
+
+
 def prompt_ids(task: Task, prompt: str | None) -> list[int]:
     """A --prompt as the task's token ids (space-separated tokens, or text for the text task); a token (a character)
     outside the vocabulary is refused, by name. None: the prompt of the first held-out example."""
@@ -192,15 +235,26 @@ def prompt_ids(task: Task, prompt: str | None) -> list[int]:
 
 
 def load_pretrained(path: str, dtype: str, device: str) -> tuple[nn.Module, HFTokenizer]:
-    """--init-from DIR: the model and the tokenizer of a Hugging Face folder, or the reason they cannot load in one
-    line (a missing or misshapen tensor by name, .bin weights only, another architecture, too little memory)."""
+    """--init-from DIR of explain and sample: the model and the tokenizer of a Hugging Face folder."""
     check_device(device)
-    try:
+    with folder_errors():
         tokenizer = HFTokenizer.from_folder(path)
         model = pretrained.load(path, dtype, device)
+    check_vocabulary(path, tokenizer, model.config)
+    return model, tokenizer
+
+
+@contextmanager
+def folder_errors() -> Iterator[None]:
+    """Why a Hugging Face folder cannot load, as a UsageError: one line (a missing or misshapen tensor by name, .bin
+    weights only, another architecture, a package to install, too little memory)."""
+    try:
+        yield
     except (ValueError, ImportError, MemoryError) as err:
         raise UsageError(str(err)) from None
-    if tokenizer.vocab_size > model.config.vocab_size:
+
+
+def check_vocabulary(path: str, tokenizer: HFTokenizer, config: Any) -> None:
+    if tokenizer.vocab_size > config.vocab_size:
         raise UsageError(f"{path}: its tokenizer.json has {tokenizer.vocab_size} tokens, more than the model's "
-                         f"vocab_size {model.config.vocab_size} (the tokenizer of another model?)")
-    return model, tokenizer
+                         f"vocab_size {config.vocab_size} (the tokenizer of another model?)")

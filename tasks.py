@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tokenizer import BPE_VOCAB_SIZE, BPETokenizer, CharTokenizer
+from tokenizer import BPE_VOCAB_SIZE, BPETokenizer, CharTokenizer, HFTokenizer
 
 TASKS = {  # name: what it teaches (train.py's --help lists these)
     "sort": "digits, then the same digits sorted: compare every earlier digit, not just the last one",
@@ -174,11 +174,11 @@ class TextTask(Task):
     Teaches whatever the file holds: spelling first, then common words. As nanoGPT splits its texts, the first 90% of
     the characters are for training, the last 10% are held out (see split()). The tokenizer ("char": one token per
     character of the whole file; "bpe": byte-level BPE of vocab_size tokens, trained on the training part) is trained
-    here, or given, as a checkpoint's, so that ids keep their meaning.
+    here, or given: a checkpoint's, so that ids keep their meaning, or the one a pretrained model was trained with.
     """
 
     def __init__(self, path: str, name: str = "text", seq_len: int = TEXT_CONTEXT + 1,
-                 tokenizer: str | CharTokenizer | BPETokenizer = "char", vocab_size: int | None = None):
+                 tokenizer: str | CharTokenizer | BPETokenizer | HFTokenizer = "char", vocab_size: int | None = None):
         p = Path(path)
         if not p.is_file():
             raise FileNotFoundError(f"text task: data file {str(p)!r} not found")

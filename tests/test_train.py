@@ -125,9 +125,40 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path, capsys, monkeypatc
         assert resumed[key] == whole[key], key
 
 
+def as_format_4(path: Path) -> None:
+    """Rewrite a checkpoint as minigrad wrote it before format 5: no model config (the model was built from the
+    settings) and no setting init_from."""
+    ckpt = mg.load(path)
+    assert ckpt["format"] == 5
+    ckpt["format"] = 4
+    del ckpt["config"], ckpt["settings"]["init_from"]
+    mg.save(ckpt, path)
+
+
+def test_a_checkpoint_of_format_4_resumes_and_samples_as_it_would_have(tmp_path, capsys):
+    common = ["--task", "sort", "--steps", "12", "--warmup", "12", "--checkpoint-interval", "6", *SMALL]
+    code, out, _ = run_main(capsys, *common, "--out", str(tmp_path / "whole"))
+    assert code == 0
+    whole = final_line(out)
+    assert run_main(capsys, *common, "--steps", "6", "--out", str(tmp_path / "old"))[0] == 0
+    as_format_4(tmp_path / "old" / CHECKPOINT)
+    code, sampled, _ = run_main(capsys, "sample", "--out", str(tmp_path / "old"), "--max-new-tokens", "6")
+    assert code == 0 and len(sampled.split()) == 6
+    code, out, _ = run_main(capsys, "--resume", "--steps", "12", "--out", str(tmp_path / "old"))
+    assert code == 0
+    resumed = final_line(out)
+    for key in ("train_loss", "val_loss", "val_acc"):
+        assert resumed[key] == whole[key], key
+    ckpt = mg.load(tmp_path / "old" / CHECKPOINT)  # written again by the resumed run: format 5, with the config
+    assert ckpt["format"] == 5 and ckpt["settings"]["init_from"] is None
+    assert ckpt["config"] == mg.load(tmp_path / "whole" / CHECKPOINT)["config"]
+    assert {s["step"] for s in ckpt["optim"]["state"].values()} == {12}  # format 4's optimizer state, as it was
+
+
 def as_format_3(path: Path) -> None:
     """Rewrite a checkpoint as minigrad wrote it before format 4: the optimizer's state by position, {"step": one step
     for all, "lr": each group's, "buffers": {"0": {"m": exp_avg, "v": exp_avg_sq}, ...}}, no other group setting."""
+    as_format_4(path)
     ckpt = mg.load(path)
     assert ckpt["format"] == 4
     optim_state = ckpt["optim"]
@@ -241,8 +272,8 @@ def test_a_checkpoint_of_format_3_resumes_as_it_would_have(tmp_path, capsys):
     resumed = final_line(out)
     for key in ("train_loss", "val_loss", "val_acc"):
         assert resumed[key] == whole[key], key
-    ckpt = mg.load(tmp_path / "old" / CHECKPOINT)  # written again by the resumed run: format 4 now
-    assert ckpt["format"] == 4 and {s["step"] for s in ckpt["optim"]["state"].values()} == {12}
+    ckpt = mg.load(tmp_path / "old" / CHECKPOINT)  # written again by the resumed run: in this format now
+    assert ckpt["format"] == checkpoint.FORMAT and {s["step"] for s in ckpt["optim"]["state"].values()} == {12}
     assert [g["betas"] for g in ckpt["optim"]["param_groups"]] == [[0.9, 0.95]] * 2
 
 
@@ -273,7 +304,7 @@ def test_a_checkpoint_of_a_newer_format_is_refused(tmp_path, capsys):
     ckpt["format"] = 99
     mg.save(ckpt, tmp_path / CHECKPOINT)
     code, _, err = run_main(capsys, "--resume", "--out", str(tmp_path))
-    assert code == 2 and "has checkpoint format 99; this train.py reads formats 1 to 4" in err
+    assert code == 2 and "has checkpoint format 99; this train.py reads formats 1 to 5" in err
 
 
 def test_resume_refuses_a_different_model(tmp_path, capsys):
