@@ -194,7 +194,7 @@ def initial_model(settings: dict[str, Any], config: Any, device: str) -> nn.Modu
     if settings["init_from"] is None:
         return build_model(settings, config, device)
     check_device(device)
-    mg.manual_seed(settings["seed"])  # dropout's masks, as build_model seeds them
+    mg.manual_seed(settings["seed"])  # as build_model: the dropout masks follow from --seed
     with folder_errors():
         return pretrained.load(settings["init_from"], settings["dtype"], device, dropout=config.dropout)
 

@@ -113,7 +113,11 @@ def test_the_checkpoint_holds_the_folder_s_config_and_tokenizer_so_sample_and_ex
     if tokenizer.eos_id in new:  # sampling stops at the end-of-text token, as with --init-from
         new = new[:new.index(tokenizer.eos_id)]
     text = tokenizer.decode(prompt + new)[len(tokenizer.decode(prompt)):]
-    assert sampled.rstrip("\n").replace("\ufffd", "") == text.replace("\ufffd", "")
+    assert new and sampled.endswith("\n")
+    if name.startswith("gpt2"):  # byte-level BPE: the text only grows as tokens come
+        assert sampled == text + "\n"
+    else:  # byte tokens: where later bytes complete a character shown as U+FFFD, what was printed stays
+        assert sampled.rstrip("\n").replace("\ufffd", "") == text.replace("\ufffd", "")
 
     code, explained, err = run_main(capsys, "explain", "--out", str(out), "--prompt", "The quick brown fox")
     assert code == 0 and err == "", err
