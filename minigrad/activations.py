@@ -97,29 +97,40 @@ class GeluFunction(Function):
 
     dx = dout * dy/dx,  with h = 0.5 (1 + tanh(u)), y = x h:  dy/dx = h + y (1 - h) (2c + 6 * 0.044715 c x^2)
     (dh/dx = 0.5 (1 - tanh(u)^2) du/dx = 2 h (1 - h) c (1 + 3 * 0.044715 x^2)).
-    dy/dx is computed in forward, in place, while x is at hand, and saved instead of x and tanh(u): backward is one
-    multiplication (speed: see docs/performance.md).
+    dy/dx is computed in forward, in place, block by block while the block is in cache, and saved instead of x
+    and tanh(u): backward is one multiplication (speed: see docs/performance.md).
     """
+
+    BLOCK = 1 << 16  # elements per block on the CPU: a block and its two temporaries stay in cache
 
     def forward(self, x):
         xp = backend.get_array_module(x)
-        x1 = x.reshape(-1)  # flat: in place works on a 0-d x too (NumPy makes scalars of 0-d results)
-        x2 = xp.multiply(x1, x1)  # x^2
-        h = xp.multiply(x2, _GELU_K * _GELU_C)
-        h += _GELU_C
-        h *= x1  # u = c (x + k x^3)
-        xp.tanh(h, out=h)
-        h *= 0.5
-        h += 0.5  # h = 0.5 (1 + tanh(u))
-        y = xp.multiply(x1, h)
-        if self.needs_input_grad:  # under no_grad (sampling) nothing needs the slope
-            x2 *= 6 * _GELU_K * _GELU_C
-            x2 += 2 * _GELU_C  # 2c + 6ck x^2
-            slope = xp.subtract(1, h)
-            slope *= y
-            slope *= x2
-            slope += h
-            self.slope = slope.reshape(x.shape)  # dy/dx
+        x1 = x.reshape(-1)  # flat (a 0-d x too: NumPy makes scalars of 0-d results, which cannot be written into)
+        y = xp.empty_like(x1)
+        slope = xp.empty_like(x1) if self.needs_input_grad else None  # under no_grad (sampling) nothing needs it
+        step = x1.size if backend.device_of(x) == "cuda" else self.BLOCK
+        x2, h = xp.empty(min(step, x1.size), x.dtype), xp.empty(min(step, x1.size), x.dtype)
+        for start in range(0, x1.size, step):
+            block = slice(start, start + step)
+            xb, yb = x1[block], y[block]
+            x2b, hb = x2[: len(xb)], h[: len(xb)]
+            xp.multiply(xb, xb, out=x2b)  # x^2
+            xp.multiply(x2b, _GELU_K * _GELU_C, out=hb)
+            hb += _GELU_C
+            hb *= xb  # u = c (x + k x^3)
+            xp.tanh(hb, out=hb)
+            hb *= 0.5
+            hb += 0.5  # h = 0.5 (1 + tanh(u))
+            xp.multiply(xb, hb, out=yb)  # y = x h
+            if slope is not None:
+                sb = slope[block]
+                x2b *= 6 * _GELU_K * _GELU_C
+                x2b += 2 * _GELU_C  # 2c + 6ck x^2
+                xp.subtract(1, hb, out=sb)
+                sb *= yb
+                sb *= x2b
+                sb += hb  # dy/dx
+        self.slope = None if slope is None else slope.reshape(x.shape)
         return y.reshape(x.shape)
 
     def backward(self, dout):
