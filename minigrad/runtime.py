@@ -1,7 +1,6 @@
 """Process-wide runtime settings, none of them a code path: glibc's heap setting for whole training runs, the
-thread pool that long elementwise passes share (the fused AdamW, the exact GELU's erfc), each process's share of
-the cores when several train on one machine, and the memory a process may still take. Importing minigrad calls
-none of them.
+thread pool that long elementwise passes share (the fused AdamW), each process's share of the cores when
+several train on one machine, and the memory a process may still take. Importing minigrad calls none of them.
 """
 
 from __future__ import annotations
@@ -66,23 +65,6 @@ def run_parallel(fn: Callable[[Any], None], items: list[Any], device: str, eleme
         _pool = ThreadPoolExecutor(_threads, thread_name_prefix="minigrad")
     for _ in _pool.map(fn, items):  # consuming the results re-raises any exception here
         pass
-
-
-def map_parts(fn: Callable[[Any], Any], a: Any, passes: int) -> Any:
-    """fn(a) for an elementwise fn that makes `passes` passes over memory (backend.erfc: about 30), computed part
-    by part on every core when a.size * passes reaches MIN_PARALLEL (as run_parallel decides); else in one call."""
-    n = _threads if a.ndim and a.size * passes >= MIN_PARALLEL else 1
-    if n == 1 or backend.device_of(a) == "cuda":
-        return fn(a)
-    flat = a.reshape(-1)
-    step = -(-flat.size // n)  # ceil: n parts, the last one shorter
-    parts: list[Any] = [None] * n
-
-    def one(i: int) -> None:
-        parts[i] = fn(flat[i * step:(i + 1) * step])
-
-    run_parallel(one, list(range(n)), "cpu", a.size * passes)
-    return backend.get_array_module(a).concatenate(parts).reshape(a.shape)
 
 
 def share_cores(processes: int) -> None:

@@ -18,8 +18,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend, runtime
-from minigrad import functional as F
+from minigrad import runtime
 from minigrad.optim import AdamW
 
 REPO = Path(__file__).resolve().parents[1]
@@ -129,24 +128,3 @@ def test_a_forked_child_starts_its_own_thread_pool(monkeypatch):
         os.waitpid(pid, 0)
         pytest.fail("the child's optimizer step hung: the thread pool did not survive the fork")
     assert os.waitstatus_to_exitcode(status) == 0
-
-
-@pytest.mark.parametrize("shape", [(7, 5), (3,), (1, 1), (4, 0)])
-def test_map_parts_equals_one_call(monkeypatch, shape):
-    monkeypatch.setattr(runtime, "MIN_PARALLEL", 1)  # every size splits
-    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32) * 3
-    got = runtime.map_parts(backend.erfc, x, passes=30)
-    assert got.shape == x.shape and got.dtype == np.float32
-    np.testing.assert_array_equal(got, backend.erfc(x))
-
-
-def test_exact_gelu_split_over_threads_equals_one_call(monkeypatch):
-    x = mg.tensor(np.random.default_rng(1).standard_normal((6, 9)), requires_grad=True)
-    one = F.gelu(x)
-    one.backward(np.ones((6, 9)))
-    grad, x.grad = x.grad, None
-    monkeypatch.setattr(runtime, "MIN_PARALLEL", 1)
-    split = F.gelu(x)
-    split.backward(np.ones((6, 9)))
-    np.testing.assert_array_equal(split.numpy(), one.numpy())
-    np.testing.assert_array_equal(x.grad, grad)
