@@ -125,8 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, help="seeds the weights, the data and dropout")
     g.add_argument("--device", choices=list(backend.DEVICES), default="cpu")
     g.add_argument("--dtype", choices=DTYPES)
-    g.add_argument("--fused", action="store_true", help="speed: the fused kernels (mg.fused) and AdamW(fused=True), "
-                   "the same formulas in fewer passes (docs/performance.md)")
+    g.add_argument("--fused", action="store_true", help="speed: attention as one node (mg.fused) and "
+                   "AdamW(fused=True), the same formulas (docs/performance.md)")
     g.add_argument("--eval-interval", type=int, help=f"steps between loss estimates (default "
                    f"{DEFAULTS['eval_interval']}) [eval_interval]")
     g.add_argument("--eval-iters", type=int, help=f"batches per estimate, of the training and of the held-out "

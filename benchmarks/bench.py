@@ -280,7 +280,7 @@ def worker(kind: str, name: str, steps: int, warmup: int, device: str, threads: 
         return {**info, "torch": torch.__version__, "torch_threads": torch.get_num_threads()}
     if kind == "ceiling":
         return {"gflops": matmul_ceiling(device)}
-    if kind == "float64":  # the plain Functions, then the fused kernels
+    if kind == "float64":  # the code on the page, then the fused path
         model, _, x, y = minigrad_setup(CONFIGS[name], device)
         plain = float64_free(model, x, y)
         with mg.fused():

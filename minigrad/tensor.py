@@ -21,10 +21,10 @@ from minigrad import backend
 from minigrad.arrays import as_array, as_axis
 from minigrad.dtypes import DEFAULT_FLOAT, DType, check_same_device_and_dtype, number_dtype, number_kind
 
-# ---- per-thread switches: grad mode, fused kernels, the function hook ----
+# ---- per-thread switches: grad mode, the fused path, the function hook ----
 
 class _Modes(threading.local):
-    """Each thread starts with grad mode on, fused kernels off and no hook, as in PyTorch for grad mode."""
+    """Each thread starts with grad mode on, the fused path off and no hook, as in PyTorch for grad mode."""
 
     def __init__(self) -> None:
         self.grad = True
