@@ -158,7 +158,7 @@ def erfc(x: Array) -> Array:
         y[big] = _cody_erfc(a[big])
         y[big & (x < 0)] = 2 - y[big & (x < 0)]
         return y
-    z = np.abs(x)
+    z = np.abs(x.reshape(-1))  # flat: in place works on a 0-d x too (NumPy makes scalars of 0-d results)
     t = np.multiply(z, 0.5, dtype=np.result_type(x.dtype, np.float32))
     t += 1
     np.reciprocal(t, out=t)  # t = 1 / (1 + z/2), in (0, 1]
@@ -171,9 +171,8 @@ def erfc(x: Array) -> Array:
     p -= z  # -z^2 + P(t)
     np.exp(p, out=p)
     p *= t  # erfc(|x|)
-    negative = x < 0
-    np.subtract(2, p, out=p, where=negative)
-    return p
+    np.subtract(2, p, out=p, where=x.reshape(-1) < 0)  # erfc(-z) = 2 - erfc(z)
+    return p.reshape(x.shape)
 
 
 # Numerical Recipes (Press et al., 2nd ed., section 6.2, erfcc), highest power of t first

@@ -26,7 +26,7 @@ class LayerNormFunction(Function):
     def forward(self, x, *affine, eps):
         xp = backend.get_array_module(x)
         x2 = as_rows(x)  # (N, C)
-        inv_c = 1 / x2.shape[1]
+        inv_c = 1 / max(x2.shape[1], 1)  # C = 0: nothing to normalise, y is empty (as in PyTorch)
         xhat = xp.subtract(x2, row_sums(x2) * inv_c)  # x - mean, (N, C)
         y = xp.multiply(xhat, xhat)  # the squares, in y's memory until y is computed
         rstd = row_sums(y)
@@ -47,7 +47,7 @@ class LayerNormFunction(Function):
     def backward(self, dout):
         xp = backend.get_array_module(dout)
         xhat, d2, w = self.xhat, as_rows(dout), self.w  # (N, C), (N, C), (C,)
-        inv_c = 1 / xhat.shape[1]
+        inv_c = 1 / max(xhat.shape[1], 1)
         # in the forward pass this was: y = xhat * w + b
         tmp = xp.multiply(d2, xhat)
         if w is not None:
