@@ -54,14 +54,30 @@ class CharTokenizer:
         return {"kind": self.kind, "chars": self.chars}
 
 
-class BPETokenizer:
+class WrappedTokenizer:
+    """What BPETokenizer and HFTokenizer share: a `tokenizers.Tokenizer` inside, whose encode and decode they are."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer  # a tokenizers.Tokenizer
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.get_vocab_size()
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text).ids
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The text of the tokens, special ones included (as AutoTokenizer's decode; BPETokenizer has none); bytes
+        that are not whole UTF-8 characters (a sample cut mid-character) become U+FFFD."""
+        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)
+
+
+class BPETokenizer(WrappedTokenizer):
     """Byte-level BPE, as GPT-2's: the text's UTF-8 bytes, each of the 256 a token to begin with, and then the
     commonest adjacent pairs merged into new tokens until `vocab_size`. Any text encodes, and decodes back exactly."""
 
     kind = "bpe"
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tokenizer = tokenizer  # a tokenizers.Tokenizer
 
     @classmethod
     def train(cls, text: str, vocab_size: int = BPE_VOCAB_SIZE) -> BPETokenizer:
@@ -76,17 +92,6 @@ class BPETokenizer:
                                          initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet())  # all 256 bytes
         tokenizer.train_from_iterator([text], trainer)
         return cls(tokenizer)
-
-    @property
-    def vocab_size(self) -> int:
-        return self.tokenizer.get_vocab_size()
-
-    def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text).ids
-
-    def decode(self, ids: Iterable[int]) -> str:
-        """The text of the tokens; bytes that are no whole UTF-8 character (a sample cut mid-way) become U+FFFD."""
-        return self.tokenizer.decode([int(i) for i in ids])
 
     def token(self, i: int) -> str:
         """Token i's bytes as text; a byte that is part of a character split across tokens is shown as \\xNN."""
@@ -106,7 +111,7 @@ def byte_of_symbol() -> dict[str, int]:
     return {**{chr(b): b for b in printable}, **{chr(0x100 + n): b for n, b in enumerate(others)}}
 
 
-class HFTokenizer:
+class HFTokenizer(WrappedTokenizer):
     """The tokenizer a Hugging Face model was trained with (GPT-2's byte-level BPE, LLaMA's, ...), read from its
     tokenizer.json by the `tokenizers` package, the library the hub's tokenizers are made for, so encode and decode
     are exactly transformers' AutoTokenizer's (encode adds the special tokens the file adds, such as LLaMA's BOS).
@@ -115,7 +120,7 @@ class HFTokenizer:
     kind = "hf"
 
     def __init__(self, tokenizer: Any, bos_id: int | None = None, eos_id: int | None = None) -> None:
-        self.tokenizer = tokenizer  # a tokenizers.Tokenizer
+        super().__init__(tokenizer)
         self.bos_id, self.eos_id = bos_id, eos_id
 
     @classmethod
@@ -137,18 +142,6 @@ class HFTokenizer:
                 config = json.load(f)
         bos, eos = (config.get(key) for key in ("bos_token_id", "eos_token_id"))
         return cls(tokenizer, bos, eos[0] if isinstance(eos, list) and eos else eos)
-
-    @property
-    def vocab_size(self) -> int:
-        return self.tokenizer.get_vocab_size()
-
-    def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text).ids
-
-    def decode(self, ids: Iterable[int]) -> str:
-        """The text of the tokens, special ones included (as AutoTokenizer's decode); bytes that are not whole UTF-8
-        characters (a sample cut mid-character) become U+FFFD."""
-        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)
 
     def token(self, i: int) -> str:
         """Token i's text (a byte of a character split across tokens shows as U+FFFD); its name where that is empty."""
