@@ -103,6 +103,16 @@ class DecoderModel(nn.Module):
     and defines forward(idx, targets=None, *, caches=None, start=0, trace=None), which starts with `token_ids`
     and ends with `head`."""
 
+    @classmethod
+    def from_pretrained(cls, path: str, dtype: Any = "float32", device: str = "cpu", dropout: float = 0.0
+                        ) -> DecoderModel:
+        """GPT.from_pretrained: a GPT with the weights of a local Hugging Face GPT-2 folder (gpt2, distilgpt2, ...);
+        Llama.from_pretrained: a Llama of a LlamaForCausalLM folder. In dtype (float32 or float64) on device, `dropout`
+        to fine-tune with; models/pretrained.py maps the names and refuses, in one line, a folder it cannot load."""
+        from models import pretrained  # it builds GPTs and Llamas: imported when called, not by this module
+
+        return pretrained.load(path, dtype, device, expect=cls, dropout=dropout)
+
     def head(self, x: Tensor, targets: Any) -> tuple[Tensor, Tensor | None]:
         """x (B, T, C) after the final norm -> logits (B, T, vocab) and, given targets, the mean cross-entropy over
         those that are not IGNORE_INDEX. A tied head reads the token embedding backwards: logits = x wte^T."""
@@ -222,15 +232,6 @@ class GPT(DecoderModel):
         # the head shares the token embedding (GPT-2's tie), unless the config unties it
         self.lm_head = None if config.tie_word_embeddings else nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.init_weights(".proj.weight")  # the residual projections: attention's and the MLP's output projections
-
-    @classmethod
-    def from_pretrained(cls, path: str, dtype: Any = "float32", device: str = "cpu", dropout: float = 0.0) -> GPT:
-        """A GPT with the weights of a local Hugging Face GPT-2 folder (gpt2, distilgpt2, ...), in dtype (float32 or
-        float64) on device, `dropout` to fine-tune with; models/pretrained.py maps the names and refuses, in one line,
-        a folder it cannot load."""
-        from models import pretrained  # it builds GPTs: imported when called, not by this module
-
-        return pretrained.load(path, dtype, device, expect=cls, dropout=dropout)
 
     def forward(self, idx: Any, targets: Any = None, *, caches: list[KVCache] | None = None, start: int = 0,
                 trace: Trace | None = None) -> tuple[Tensor, Tensor | None]:

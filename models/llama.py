@@ -130,15 +130,6 @@ class Llama(DecoderModel):
         self.lm_head = None if config.tie_word_embeddings else nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.init_weights("attn.proj.weight", "mlp.w2.weight")  # GPT-2's, with the residual projections smaller
 
-    @classmethod
-    def from_pretrained(cls, path: str, dtype: Any = "float32", device: str = "cpu", dropout: float = 0.0) -> Llama:
-        """A Llama with the weights of a local Hugging Face LlamaForCausalLM folder, in dtype (float32 or float64) on
-        device, `dropout` to fine-tune with; models/pretrained.py maps the names and refuses, in one line, a folder it
-        cannot load."""
-        from models import pretrained  # it builds Llamas: imported when called, not by this module
-
-        return pretrained.load(path, dtype, device, expect=cls, dropout=dropout)
-
     def forward(self, idx: Any, targets: Any = None, *, caches: list[KVCache] | None = None, start: int = 0,
                 trace: Trace | None = None) -> tuple[Tensor, Tensor | None]:
         """As GPT.forward. The rotary step reads the position of idx's first token from the caches (start); without
