@@ -1,21 +1,19 @@
 """The explain page: explain.Steps as one self-contained HTML file (inline CSS and JavaScript, the numbers as JSON, no
 network, no web fonts) where a reader clicks a token, a head and a key to see the four steps and the neuron view.
-`python train.py explain --html FILE` writes it; it needs only token strings and the model's trace.
+`python train.py explain --html FILE` writes it; it needs only token strings and the model's trace. It reads a Steps
+by its fields, so it imports nothing from explain.py, which imports it.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from explain import Steps
 
-
-def page_data(steps: Steps) -> dict[str, Any]:
+def page_data(steps: Any) -> dict[str, Any]:
     """The numbers the page shows, as JSON-ready lists of float64 (each one the exact double the text table
     formats, so the page's rounding matches it); a non-finite number is refused, since JSON has none."""
     arrays = {name: getattr(steps, name) for name in ("scores", "weights", "shares", "q", "k")}  # products: q * k in JS
@@ -27,7 +25,7 @@ def page_data(steps: Steps) -> dict[str, Any]:
             "kept": steps.kept.tolist(), **{name: a.tolist() for name, a in arrays.items()}}
 
 
-def page_html(steps: Steps) -> str:
+def page_html(steps: Any) -> str:
     """The whole page: the data as JSON in a script tag (with "<" escaped, so no token can end the tag)."""
     data = json.dumps(page_data(steps), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return (PAGE.replace("{title}", html.escape(f"Attention of every head for {steps.text!r}"))
