@@ -125,6 +125,28 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path, capsys, monkeypatc
         assert resumed[key] == whole[key], key
 
 
+def run_whole_and_old(capsys, tmp_path: Path, rewrite, task: tuple[str, ...] = ("--task", "sort")) -> dict:
+    """A 12-step run into tmp_path/whole, and its first 6 steps into tmp_path/old, that checkpoint rewritten in an older
+    format by `rewrite`: the whole run's final line. All 12 steps are in the warmup: the learning rate does not
+    depend on --steps, which the first half runs with 6."""
+    common = [*task, "--steps", "12", "--warmup", "12", "--checkpoint-interval", "6", *SMALL]
+    code, out, _ = run_main(capsys, *common, "--out", str(tmp_path / "whole"))
+    assert code == 0
+    assert run_main(capsys, *common, "--steps", "6", "--out", str(tmp_path / "old"))[0] == 0
+    rewrite(tmp_path / "old" / CHECKPOINT)
+    return final_line(out)
+
+
+def resume_old_as_whole(capsys, tmp_path: Path, whole: dict) -> str:
+    """Resume tmp_path/old to step 12: it ends as the whole run did. What it printed."""
+    code, out, _ = run_main(capsys, "--resume", "--steps", "12", "--out", str(tmp_path / "old"))
+    assert code == 0
+    resumed = final_line(out)
+    for key in ("train_loss", "val_loss", "val_acc"):
+        assert resumed[key] == whole[key], key
+    return out
+
+
 def as_format_4(path: Path) -> None:
     """Rewrite a checkpoint as minigrad wrote it before format 5: no model config (the model was built from the
     settings) and no setting init_from."""
@@ -136,19 +158,10 @@ def as_format_4(path: Path) -> None:
 
 
 def test_a_checkpoint_of_format_4_resumes_and_samples_as_it_would_have(tmp_path, capsys):
-    common = ["--task", "sort", "--steps", "12", "--warmup", "12", "--checkpoint-interval", "6", *SMALL]
-    code, out, _ = run_main(capsys, *common, "--out", str(tmp_path / "whole"))
-    assert code == 0
-    whole = final_line(out)
-    assert run_main(capsys, *common, "--steps", "6", "--out", str(tmp_path / "old"))[0] == 0
-    as_format_4(tmp_path / "old" / CHECKPOINT)
+    whole = run_whole_and_old(capsys, tmp_path, as_format_4)
     code, sampled, _ = run_main(capsys, "sample", "--out", str(tmp_path / "old"), "--max-new-tokens", "6")
     assert code == 0 and len(sampled.split()) == 6
-    code, out, _ = run_main(capsys, "--resume", "--steps", "12", "--out", str(tmp_path / "old"))
-    assert code == 0
-    resumed = final_line(out)
-    for key in ("train_loss", "val_loss", "val_acc"):
-        assert resumed[key] == whole[key], key
+    resume_old_as_whole(capsys, tmp_path, whole)
     ckpt = mg.load(tmp_path / "old" / CHECKPOINT)  # written again by the resumed run: format 5, with the config
     assert ckpt["format"] == 5 and ckpt["settings"]["init_from"] is None
     assert ckpt["config"] == mg.load(tmp_path / "whole" / CHECKPOINT)["config"]
@@ -200,19 +213,9 @@ def as_format_1(path: Path) -> None:
 
 
 def test_a_checkpoint_of_format_1_resumes_and_explains_as_it_would_have(tmp_path, capsys):
-    # all 12 steps in the warmup: the learning rate does not depend on --steps, which the first half runs with 6
-    common = ["--task", "sort", "--steps", "12", "--warmup", "12", "--checkpoint-interval", "6", *SMALL]
-    code, out, _ = run_main(capsys, *common, "--out", str(tmp_path / "whole"))
-    assert code == 0
-    whole = final_line(out)
-    assert run_main(capsys, *common, "--steps", "6", "--out", str(tmp_path / "old"))[0] == 0
-    as_format_1(tmp_path / "old" / CHECKPOINT)
+    whole = run_whole_and_old(capsys, tmp_path, as_format_1)
     assert "qkv" in " ".join(mg.load(tmp_path / "old" / CHECKPOINT)["model"])
-    code, out, _ = run_main(capsys, "--resume", "--steps", "12", "--out", str(tmp_path / "old"))
-    assert code == 0
-    resumed = final_line(out)
-    for key in ("train_loss", "val_loss", "val_acc"):
-        assert resumed[key] == whole[key], key
+    resume_old_as_whole(capsys, tmp_path, whole)
     code, out, _ = run_main(capsys, "explain", "--out", str(tmp_path / "old"))
     assert code == 0 and "Attention in layer" in out
 
@@ -236,19 +239,10 @@ def as_format_2(path: Path) -> None:
 def test_a_checkpoint_of_format_2_resumes_and_samples_as_it_would_have(tmp_path, capsys, task):
     data = tmp_path / "data.txt"
     data.write_text("".join(f"line {i}: the cat sat on the mat.\n" for i in range(60)), encoding="utf-8")
-    argv = ["--task", "text", "--data", str(data), "--block-size", "31"] if task == "text" else ["--task", "sort"]
-    common = [*argv, "--steps", "12", "--warmup", "12", "--checkpoint-interval", "6", *SMALL]
-    code, out, _ = run_main(capsys, *common, "--out", str(tmp_path / "whole"))
-    assert code == 0
-    whole = final_line(out)
-    assert run_main(capsys, *common, "--steps", "6", "--out", str(tmp_path / "old"))[0] == 0
-    as_format_2(tmp_path / "old" / CHECKPOINT)
-    code, out, _ = run_main(capsys, "--resume", "--steps", "12", "--out", str(tmp_path / "old"))
-    assert code == 0
+    argv = ("--task", "text", "--data", str(data), "--block-size", "31") if task == "text" else ("--task", "sort")
+    whole = run_whole_and_old(capsys, tmp_path, as_format_2, argv)
+    out = resume_old_as_whole(capsys, tmp_path, whole)
     assert "context 31 tokens" in out or task != "text"  # 32-character windows, as the run had
-    resumed = final_line(out)
-    for key in ("train_loss", "val_loss", "val_acc"):
-        assert resumed[key] == whole[key], key
     ckpt = load_checkpoint(str(tmp_path / "old"))
     assert ckpt["format"] == checkpoint.FORMAT and ckpt["settings"]["grad_accum"] == 1
     for out_dir in ("old", "whole"):
@@ -260,18 +254,9 @@ def test_a_checkpoint_of_format_2_resumes_and_samples_as_it_would_have(tmp_path,
 def test_a_checkpoint_of_format_3_resumes_as_it_would_have(tmp_path, capsys):
     """Format 3 kept one step for all parameters and only each group's lr: each parameter takes that step, each
     group the other settings of the optimizer train.py builds, and the run goes on as if never stopped."""
-    common = ["--task", "sort", "--steps", "12", "--warmup", "12", "--checkpoint-interval", "6", *SMALL]
-    code, out, _ = run_main(capsys, *common, "--out", str(tmp_path / "whole"))
-    assert code == 0
-    whole = final_line(out)
-    assert run_main(capsys, *common, "--steps", "6", "--out", str(tmp_path / "old"))[0] == 0
-    as_format_3(tmp_path / "old" / CHECKPOINT)
+    whole = run_whole_and_old(capsys, tmp_path, as_format_3)
     assert set(mg.load(tmp_path / "old" / CHECKPOINT)["optim"]) == {"step", "lr", "buffers"}
-    code, out, _ = run_main(capsys, "--resume", "--steps", "12", "--out", str(tmp_path / "old"))
-    assert code == 0
-    resumed = final_line(out)
-    for key in ("train_loss", "val_loss", "val_acc"):
-        assert resumed[key] == whole[key], key
+    resume_old_as_whole(capsys, tmp_path, whole)
     ckpt = mg.load(tmp_path / "old" / CHECKPOINT)  # written again by the resumed run: in this format now
     assert ckpt["format"] == checkpoint.FORMAT and {s["step"] for s in ckpt["optim"]["state"].values()} == {12}
     assert [g["betas"] for g in ckpt["optim"]["param_groups"]] == [[0.9, 0.95]] * 2
