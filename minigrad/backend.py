@@ -149,14 +149,11 @@ def erfc(x: Array) -> Array:
     if device_of(x) == "cuda":
         return cupyx.scipy.special.erfc(x)
     x = np.asarray(x)
-    if x.dtype == np.float64:
-        a = np.abs(x)
-        y = np.empty_like(x)
-        small = a <= 0.46875
-        y[small] = 1 - x[small] * _rational(_ERF_SMALL, a[small] ** 2)
-        big = ~small
-        y[big] = _cody_erfc(a[big])
-        y[big & (x < 0)] = 2 - y[big & (x < 0)]
+    if x.dtype == np.float64:  # 1 - erf(x) cancels only where erf(x) nears 1: there Cody's erfc itself
+        y = erf(x)
+        np.subtract(1, y, out=y)
+        far = x > 0.46875  # NaN is not: 1 - NaN stays NaN
+        y[far] = _cody_erfc(x[far])
         return y
     z = np.abs(x.reshape(-1))  # flat: in place works on a 0-d x too (NumPy makes scalars of 0-d results)
     t = np.multiply(z, 0.5, dtype=np.result_type(x.dtype, np.float32))
@@ -186,10 +183,9 @@ def _cody_erfc(a: np.ndarray) -> np.ndarray:
     y = np.empty_like(a)
     middle = a <= 4
     y[middle] = np.exp(-a[middle] ** 2) * _rational(_ERFC_MIDDLE, a[middle])
-    b = np.minimum(a[~middle], 27.0)  # erfc(27) is 0 in float64, and 27^2 cannot overflow
+    b = np.minimum(a[~middle], 28.0)  # erfc(28) rounds to 0 in float64 (so does all beyond), and 28^2 cannot overflow
     t = 1 / (b * b)
     y[~middle] = np.exp(-b * b) * (_ONE_OVER_SQRT_PI - t * _rational(_ERFC_LARGE, t)) / b
-    y[a == np.inf] = 0  # past 27 erfc is below float64's smallest number, and at infinity it is 0
     return y
 
 
