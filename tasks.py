@@ -294,7 +294,8 @@ def split(task: Task, n_heldout: int | None = None, seed: int = 0) -> Split:
     def sampler(r: np.random.Generator, k: int) -> tuple[np.ndarray, np.ndarray]:
         tokens, scored = task.sample(r, k)
         while True:
-            bad = np.array([row.tobytes() in found for row in tokens])
+            # which rows are held-out examples (map and fromiter: no Python function per row)
+            bad = np.fromiter(map(found.__contains__, map(np.ndarray.tobytes, tokens)), bool, len(tokens))
             if not bad.any():
                 return tokens, scored
             tokens[bad], scored[bad] = task.sample(r, int(bad.sum()))

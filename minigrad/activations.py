@@ -12,6 +12,7 @@ from minigrad.arrays import (
     as_axis,
     as_rows,
     dropout_scale,
+    in_blocks,
     numpy_aliases,
     row_max,
     row_sums,
@@ -97,44 +98,36 @@ class GeluFunction(Function):
 
     dx = dout * dy/dx,  with h = 0.5 (1 + tanh(u)), y = x h:  dy/dx = h + y (1 - h) (2c + 6 * 0.044715 c x^2)
     (dh/dx = 0.5 (1 - tanh(u)^2) du/dx = 2 h (1 - h) c (1 + 3 * 0.044715 x^2)).
-    dy/dx is computed in forward, in place, block by block while the block is in cache, and saved instead of x
-    and tanh(u): backward is one multiplication (speed: see docs/performance.md).
+    dy/dx is computed in forward, in place, block by block while the block is in cache (arrays.in_blocks), and
+    saved instead of x and tanh(u): backward is one multiplication (speed: see docs/performance.md).
     """
 
-    BLOCK = 1 << 16  # elements per block on the CPU: a block and its two temporaries stay in cache
-
     def forward(self, x):
-        xp = backend.get_array_module(x)
-        x1 = x.reshape(-1)  # flat (a 0-d x too: NumPy makes scalars of 0-d results, which cannot be written into)
-        y = xp.empty_like(x1)
-        slope = xp.empty_like(x1) if self.needs_input_grad else None  # under no_grad (sampling) nothing needs it
-        step = x1.size if backend.device_of(x) == "cuda" else self.BLOCK
-        x2, h = xp.empty(min(step, x1.size), x.dtype), xp.empty(min(step, x1.size), x.dtype)
-        for start in range(0, x1.size, step):
-            block = slice(start, start + step)
-            xb, yb = x1[block], y[block]
-            x2b, hb = x2[: len(xb)], h[: len(xb)]
-            xp.multiply(xb, xb, out=x2b)  # x^2
-            xp.multiply(x2b, _GELU_K * _GELU_C, out=hb)
-            hb += _GELU_C
-            hb *= xb  # u = c (x + k x^3)
-            xp.tanh(hb, out=hb)
-            hb *= 0.5
-            hb += 0.5  # h = 0.5 (1 + tanh(u))
-            xp.multiply(xb, hb, out=yb)  # y = x h
-            if slope is not None:
-                sb = slope[block]
-                x2b *= 6 * _GELU_K * _GELU_C
-                x2b += 2 * _GELU_C  # 2c + 6ck x^2
-                xp.subtract(1, hb, out=sb)
-                sb *= yb
-                sb *= x2b
-                sb += hb  # dy/dx
-        self.slope = None if slope is None else slope.reshape(x.shape)
-        return y.reshape(x.shape)
+        # under no_grad (sampling) nothing needs dy/dx
+        y, self.slope = in_blocks(_gelu_tanh_block, x, slope=bool(self.needs_input_grad))
+        return y
 
     def backward(self, dout):
         return (dout * self.slope,)
+
+
+def _gelu_tanh_block(x, y, slope) -> None:
+    xp = backend.get_array_module(x)
+    x2 = xp.multiply(x, x)  # x^2
+    h = xp.multiply(x2, _GELU_K * _GELU_C)
+    h += _GELU_C
+    h *= x  # u = c (x + k x^3)
+    xp.tanh(h, out=h)
+    h *= 0.5
+    h += 0.5  # h = 0.5 (1 + tanh(u))
+    xp.multiply(x, h, out=y)  # y = x h
+    if slope is not None:
+        x2 *= 6 * _GELU_K * _GELU_C
+        x2 += 2 * _GELU_C  # 2c + 6ck x^2
+        xp.subtract(1, h, out=slope)
+        slope *= y
+        slope *= x2
+        slope += h  # dy/dx
 
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -144,21 +137,32 @@ _ONE_OVER_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 class GeluErfFunction(Function):
     """y = x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), Phi the standard normal CDF   (the exact GELU)
 
-    dx = dout * (Phi(x) + x phi(x)),  phi(x) = exp(-x^2 / 2) / sqrt(2 pi), the normal density
+    dx = dout * dy/dx,  dy/dx = Phi(x) + x phi(x),  phi(x) = exp(-x^2 / 2) / sqrt(2 pi), the normal density.
+    As the tanh form: dy/dx computed in forward block by block and saved, backward one multiplication.
     """
 
     def forward(self, x):
-        self.x = x
-        # Phi(x) = 0.5 (1 + erf(x / sqrt(2))) = 0.5 erfc(-x / sqrt(2)): no 1 + erf cancelling where Phi is tiny, and
-        # in float32 backend.erfc is one formula in place (speed: Cody's erf runs three in float64)
-        self.cdf = backend.erfc(x * -_SQRT_HALF)
-        self.cdf *= 0.5
-        return x * self.cdf
+        y, self.slope = in_blocks(_gelu_erf_block, x, slope=bool(self.needs_input_grad))
+        return y
 
     def backward(self, dout):
-        x = self.x
-        pdf = backend.get_array_module(x).exp(-0.5 * x * x) * _ONE_OVER_SQRT_2PI
-        return (dout * (self.cdf + x * pdf),)
+        return (dout * self.slope,)
+
+
+def _gelu_erf_block(x, y, slope) -> None:
+    xp = backend.get_array_module(x)
+    # Phi(x) = 0.5 (1 + erf(x / sqrt(2))) = 0.5 erfc(-x / sqrt(2)): no 1 + erf cancelling where Phi is tiny, and
+    # in float32 backend.erfc is one formula in place (speed: Cody's erf runs three in float64)
+    cdf = backend.erfc(x * -_SQRT_HALF)
+    cdf *= 0.5
+    xp.multiply(x, cdf, out=y)
+    if slope is not None:
+        xp.multiply(x, x, out=slope)
+        slope *= -0.5
+        xp.exp(slope, out=slope)
+        slope *= _ONE_OVER_SQRT_2PI  # phi(x)
+        slope *= x
+        slope += cdf
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:

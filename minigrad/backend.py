@@ -155,25 +155,26 @@ def erfc(x: Array) -> Array:
         far = x > 0.46875  # NaN is not: 1 - NaN stays NaN
         y[far] = _cody_erfc(x[far])
         return y
-    z = np.abs(x.reshape(-1))  # flat: in place works on a 0-d x too (NumPy makes scalars of 0-d results)
+    flat = x.reshape(-1)  # in place works on a 0-d x too (NumPy makes scalars of 0-d results)
+    z = np.abs(flat)
     t = np.multiply(z, 0.5, dtype=np.result_type(x.dtype, np.float32))
     t += 1
     np.reciprocal(t, out=t)  # t = 1 / (1 + z/2), in (0, 1]
-    p = np.multiply(t, _ERFC_CHEBYSHEV[0], out=np.empty_like(t))
-    for c in _ERFC_CHEBYSHEV[1:-1]:  # Horner's rule, highest power first
+    p = np.multiply(t, ERFC_CHEBYSHEV[0], out=np.empty_like(t))
+    for c in ERFC_CHEBYSHEV[1:-1]:  # Horner's rule, highest power first
         p += c
         p *= t
-    p += _ERFC_CHEBYSHEV[-1]
+    p += ERFC_CHEBYSHEV[-1]
     z *= z
     p -= z  # -z^2 + P(t)
     np.exp(p, out=p)
-    p *= t  # erfc(|x|)
-    np.subtract(2, p, out=p, where=x.reshape(-1) < 0)  # erfc(-z) = 2 - erfc(z)
+    p *= np.copysign(t, flat, out=t)  # erfc(|x|), negated where x < 0 (or -0)
+    p += np.multiply(np.signbit(flat), p.dtype.type(2))  # there erfc(-z) = 2 - erfc(z) (speed: no branch, no mask)
     return p.reshape(x.shape)
 
 
 # Numerical Recipes (Press et al., 2nd ed., section 6.2, erfcc), highest power of t first
-_ERFC_CHEBYSHEV = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418,
+ERFC_CHEBYSHEV = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418,
                    0.37409196, 1.00002368, -1.26551223)
 
 

@@ -343,27 +343,23 @@ class Adam(Optimizer):
     def fused_update(p: Any, g: Any, buffers: dict[str, Any], tmp: Any, group: dict[str, Any], t: int,
                      decoupled: bool) -> None:
         """update()'s rule in the order torch.optim.AdamW computes it, every result written in place in 12 passes
-        (13 with AdamW's decay): m = b1 (m - g) + g, v = b2 (v - g^2) + g^2, and the bias corrections folded
-        into two constants, lr sqrt(1 - b2^t) / (1 - b1^t) and eps sqrt(1 - b2^t). maximize: m = b1 (m + g) - g.
-        Adam's L2 decay makes g + wd * p first, one new array of the piece's size (g is the parameter's .grad)."""
+        (13 with AdamW's decay): m += (1 - b1) (g - m) (torch's lerp), v = b2 v + (1 - b2) g^2, and the bias
+        corrections folded into two constants, lr sqrt(1 - b2^t) / (1 - b1^t) and eps sqrt(1 - b2^t). maximize (-g)
+        and Adam's L2 decay (g + wd * p) make one new array of the piece's size first (g is the parameter's .grad)."""
         xp = backend.get_array_module(p)
-        lr, (b1, b2), decay, maximize = group["lr"], group["betas"], group["weight_decay"], group["maximize"]
+        lr, (b1, b2), decay = group["lr"], group["betas"], group["weight_decay"]
         m, v = buffers["exp_avg"], buffers["exp_avg_sq"]
         root = math.sqrt(1 - b2**t)
+        g = -g if group["maximize"] else g
         if decay and decoupled:
             p *= 1 - lr * decay
         elif decay:
-            g, maximize = (-g if maximize else g) + decay * p, False
-        if maximize:
-            m += g
-            m *= b1
-            m -= g
-        else:
-            m -= g
-            m *= b1
-            m += g
-        xp.multiply(g, g, out=tmp)
-        v -= tmp
+            g = g + decay * p
+        xp.subtract(g, m, out=tmp)
+        tmp *= 1 - b1
+        m += tmp
+        xp.multiply(g, g, out=tmp)  # not b2 (v - g^2) + g^2, which loses three digits where v is far below g^2
+        tmp *= 1 - b2
         v *= b2
         v += tmp
         if group["amsgrad"]:

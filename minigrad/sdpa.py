@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from minigrad import backend
-from minigrad.arrays import broadcasts_to, dropout_scale, index_array, unbroadcast
+from minigrad.arrays import as_rows, broadcasts_to, dropout_scale, index_array, row_max, row_sums, unbroadcast
 from minigrad.dtypes import check_float
 from minigrad.shapes import causal_mask
 from minigrad.tensor import Function, Tensor
@@ -36,14 +36,16 @@ class ScaledDotProductAttentionFunction(Function):
         if hidden is not None:
             xp.copyto(s, xp.asarray(-math.inf, dtype=s.dtype), where=hidden)
         # each row's largest score; with no keys (S = 0) there is none, and the output is zeros, as in PyTorch
-        m = s.max(axis=-1, keepdims=True) if s.shape[-1] else xp.zeros(s.shape[:-1] + (1,), dtype=s.dtype)
+        # (row_max and row_sums: the fast reductions along a short last axis, as F.softmax's)
+        rows = s.shape[:-1] + (1,)
+        m = row_max(as_rows(s)).reshape(rows) if s.shape[-1] else xp.zeros(rows, dtype=s.dtype)
         masked = hidden is not None or bool(float_mask)
         if masked:  # a query that may see no key: its row is all -inf; exp(-inf - 0) = 0, not NaN
             xp.copyto(m, 0, where=m == -math.inf)
         p = s
         p -= m
         xp.exp(p, out=p)
-        sums = p.sum(axis=-1, keepdims=True)
+        sums = row_sums(as_rows(p)).reshape(rows)
         if masked:  # and its weights stay 0 (0 / 1), so its output and its gradients are 0, as in PyTorch
             xp.copyto(sums, 1, where=sums == 0)
         p /= sums
@@ -62,7 +64,7 @@ class ScaledDotProductAttentionFunction(Function):
         dp = dout @ v.swapaxes(-1, -2)  # dD
         if drop is not None:
             dp *= drop  # dP = dD * keep / (1 - p)
-        ds = dp - (dp * p).sum(axis=-1, keepdims=True)
+        ds = dp - row_sums(as_rows(dp * p)).reshape(dp.shape[:-1] + (1,))
         ds *= p
         dq = unbroadcast((ds @ k) * scale, q.shape) if need_q else None
         dk = unbroadcast((ds.swapaxes(-1, -2) @ q) * scale, k.shape) if need_k else None

@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend
+from minigrad import arrays, backend
 from minigrad import functional as F
-from minigrad.activations import GeluFunction
 from minigrad.tensor import intercept
 from models.attention import MultiHeadSelfAttention
 
@@ -39,6 +38,7 @@ CASES = {
     "gelu, empty": (lambda x: F.gelu(x, approximate="tanh"), [(0, 5)]),
     "gelu, 0-d": (lambda x: F.gelu(x, approximate="tanh"), [()]),
     "gelu, exact, 0-d": (lambda x: F.gelu(x), [()]),
+    "gelu, exact, empty": (lambda x: F.gelu(x), [(2, 0, 3)]),
     "layer_norm, no channels": (lambda x, w, b: F.layer_norm(x, 0, w, b), [(3, 0), (0,), (0,)]),
     "layer_norm, no rows": (lambda x, w, b: F.layer_norm(x, 12, w, b), [(0, 12), (12,), (12,)]),
     "cross_entropy": (lambda x: F.cross_entropy(x, TARGETS, ignore_index=-1), [(3, 4, 10)]),
@@ -63,7 +63,7 @@ def _run(fn, shapes, dtype, device, seed=0):
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    monkeypatch.setattr(GeluFunction, "BLOCK", 25)  # 210 elements: 8 whole blocks of GELU's and a partial last one
+    monkeypatch.setattr(arrays, "BLOCK", 25)  # 210 elements: 8 whole blocks of the GELUs' and a partial last one
 
 
 @pytest.mark.parametrize("case", list(CASES))

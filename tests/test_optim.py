@@ -178,6 +178,22 @@ def test_fused_adamw_gives_the_parameters_of_the_plain_rule(device, monkeypatch,
         assert np.abs(fused[name] - start[name]).min() > 1e-3  # every element moved
 
 
+@pytest.mark.parametrize("kind", [optim.Adam, optim.AdamW])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_fused_adam_moments_keep_float32s_digits(kind, maximize):
+    """After one float32 step m = (1 - b1) g and v = (1 - b2) g^2 to float32's rounding, as torch.optim computes
+    them: not b2 (v - g^2) + g^2, which keeps only the last digits of a difference about 1000 times larger."""
+    g = np.random.default_rng(0).standard_normal(10_000).astype(np.float32)
+    for fused in (False, True):
+        p = mg.tensor(np.zeros(10_000), dtype=mg.float32, requires_grad=True)
+        opt = kind([p], lr=1e-3, weight_decay=0.0, maximize=maximize, fused=fused)
+        p.grad = g.copy()
+        opt.step()
+        sign = -1 if maximize else 1
+        np.testing.assert_allclose(opt.state[p]["exp_avg"], sign * 0.1 * g.astype(np.float64), rtol=3e-7)
+        np.testing.assert_allclose(opt.state[p]["exp_avg_sq"], 0.001 * g.astype(np.float64) ** 2, rtol=3e-7)
+
+
 @pytest.mark.parametrize("make", [
     lambda ps: optim.SGD(ps, lr=1.0),
     lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01),
