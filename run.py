@@ -127,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--dtype", choices=DTYPES)
     g.add_argument("--fused", action="store_true", help="speed: attention as one node (mg.fused) and "
                    "AdamW(fused=True), the same formulas (docs/performance.md)")
+    g.add_argument("--compiled", action="store_true", help="speed: --fused, and the compiled kernels of GELU, "
+                   "layer norm and AdamW (mg.compiled; pip install -e '.[compiled]', Numba), on the CPU")
     g.add_argument("--eval-interval", type=int, help=f"steps between loss estimates (default "
                    f"{DEFAULTS['eval_interval']}) [eval_interval]")
     g.add_argument("--eval-iters", type=int, help=f"batches per estimate, of the training and of the held-out "
@@ -306,6 +308,14 @@ def check_run(args: argparse.Namespace, world: distributed.World) -> tuple[Any, 
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise UsageError(f"--out {args.out} is a file, not a folder")
     check_device(args.device)
+    if args.compiled:
+        if args.device != "cpu":
+            raise UsageError(f"--compiled: the compiled kernels run on the CPU; on --device {args.device} it would "
+                             "change nothing (drop it, or use --fused)")
+        try:
+            mg.compiled()
+        except ImportError as err:  # no Numba: what to install
+            raise UsageError(f"--compiled: {err}") from None
     ckpt = load_checkpoint(args.out) if args.resume else None
     settings = resolve_settings(args, ckpt["settings"] if ckpt else None)
     n_params = None  # the real count where it is known before building: a checkpoint's weights, a folder's tensors
@@ -358,7 +368,7 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
     with world.failing_together(), writing_into(args.out) if world.rank == 0 else nullcontext():
         model = build_model(settings, config, args.device) if ckpt else initial_model(settings, config, args.device)
         opt = AdamW(decay_groups(model.named_parameters(), settings["weight_decay"]), lr=settings["lr"],
-                    betas=(0.9, settings["beta2"]), fused=args.fused)
+                    betas=(0.9, settings["beta2"]), fused=args.fused or args.compiled)
         data_rng = np.random.default_rng(settings["seed"])
         step, path = 0, os.path.join(args.out, CHECKPOINT)
         if ckpt:
@@ -390,7 +400,8 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
                   best_val=math.inf if ckpt is None or ckpt["best_val"] is None else ckpt["best_val"])
         # a diverging run overflows inside NumPy; the loop notices the non-finite loss itself and says so in one line
         try:
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"), mg.fused(args.fused):
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"), mg.fused(args.fused or args.compiled), \
+                    mg.compiled(args.compiled):
                 return loop(run)
         finally:
             bar.close()

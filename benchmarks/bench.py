@@ -6,6 +6,7 @@ and with every speed option on, against the same model in PyTorch eager, each in
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -49,9 +50,11 @@ CONFIGS: dict[str, dict[str, Any]] = {  # GPTConfig fields, plus the batch size
     "gpt2": {"vocab_size": 50304, "n_embd": 768, "n_head": 12, "n_layer": 12, "block_size": 1024, "batch": 8},
 }
 DEFAULT_CONFIGS = ["tiny", "small", "medium", "baby", "seed-scale"]
-# minigrad: the code on the page (with the allocator setting, no code path); minigrad-fused: every speed option on
-FRAMEWORKS = {"minigrad": "minigrad", "minigrad-fused": "minigrad fused", "torch": "PyTorch",
-              "torch-sdpa": "PyTorch SDPA"}
+# minigrad: the code on the page (with the allocator setting, no code path); minigrad-fused: every speed option of
+# NumPy's on; minigrad-compiled: those and the compiled kernels (mg.compiled, the optional extra: Numba)
+FRAMEWORKS = {"minigrad": "minigrad", "minigrad-fused": "minigrad fused", "minigrad-compiled": "minigrad compiled",
+              "torch": "PyTorch", "torch-sdpa": "PyTorch SDPA"}
+HAS_NUMBA = importlib.util.find_spec("numba") is not None
 PHASES = ("forward", "backward", "optimizer", "step")
 FLOPS_FORMULA = "3 x forward matmul FLOPs; forward = 2*B*T*(12*L*C^2 + V*C) + 4*L*B*T^2*C"
 CEILING_N = 2048
@@ -209,12 +212,12 @@ class PrimitiveTimer:
             self.inside = False
 
 
-def profile_primitives(name: str, steps: int, warmup: int, device: str = "cpu", fused: bool = False
-                       ) -> dict[str, Any]:
+def profile_primitives(name: str, steps: int, warmup: int, device: str = "cpu", fused: bool = False,
+                       compiled: bool = False) -> dict[str, Any]:
     """Milliseconds per step in each primitive's forward and backward, and the phases they sit in
     (sums over `steps` steps after `warmup`, divided by `steps`)."""
     model, opt, x, y = minigrad_setup(CONFIGS[name], device, fused)
-    with mg.fused(fused):
+    with mg.fused(fused), mg.compiled(compiled):
         for _ in range(warmup):
             minigrad_step(model, opt, x, y)
         phases: dict[str, float] = defaultdict(float)
@@ -285,9 +288,10 @@ def worker(kind: str, name: str, steps: int, warmup: int, device: str, threads: 
         plain = float64_free(model, x, y)
         with mg.fused():
             return {"float64_free": plain and float64_free(model, x, y)}
-    if kind in ("minigrad-profile", "minigrad-fused-profile"):
+    if kind in ("minigrad-profile", "minigrad-fused-profile", "minigrad-compiled-profile"):
         runtime.keep_large_blocks_in_heap()
-        return profile_primitives(name, steps, warmup, device, fused="fused" in kind)
+        return profile_primitives(name, steps, warmup, device, fused=kind != "minigrad-profile",
+                                  compiled="compiled" in kind)
     if kind in ("torch", "torch-sdpa", "torch-profile", "torch-sdpa-profile"):
         import torch  # before the memory baseline, so that its own size does not count
 
@@ -300,11 +304,11 @@ def worker(kind: str, name: str, steps: int, warmup: int, device: str, threads: 
         del model
         return {**_time_steps(lambda: torch_step(*ref), steps, warmup), "threads": torch.get_num_threads(),
                 "peak_mib": None if device == "cuda" else _status_mib("VmHWM") - baseline}
-    if kind in ("minigrad", "minigrad-fused"):
+    if kind in ("minigrad", "minigrad-fused", "minigrad-compiled"):
         runtime.keep_large_blocks_in_heap()  # as train.py does: an allocator setting, no code path
         baseline = _status_mib("VmRSS")
-        model, opt, x, y = minigrad_setup(CONFIGS[name], device, fused=kind == "minigrad-fused")
-        with mg.fused(kind == "minigrad-fused"):
+        model, opt, x, y = minigrad_setup(CONFIGS[name], device, fused=kind != "minigrad")
+        with mg.fused(kind != "minigrad"), mg.compiled(kind == "minigrad-compiled"):
             timed = _time_steps(lambda: minigrad_step(model, opt, x, y), steps, warmup)
         return {**timed, "threads": blas_threads(),
                 "params": model.num_parameters(),
@@ -398,6 +402,7 @@ def print_header(args: argparse.Namespace, versions: dict[str, Any]) -> None:
             f"OMP/OPENBLAS/MKL_NUM_THREADS={args.threads} in every process and torch.set_num_threads({args.threads});\n"
             "     minigrad = the code on the page, with train.py's allocator setting (runtime.py: no code path);\n"
             "     minigrad fused = the same with every speed option on (mg.fused() and AdamW(fused=True));\n"
+            "     minigrad compiled = fused, and the compiled kernels (mg.compiled(), the optional extra: Numba);\n"
             "     PyTorch = eager, written-out attention (models/torch_reference.py); "
             "PyTorch SDPA = eager with F.scaled_dot_product_attention")
     if args.profile:
@@ -475,8 +480,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=DEFAULT_CONFIGS)
     p.add_argument("--device", choices=list(backend.DEVICES), default="cpu",
                    help="cuda: both frameworks on the GPU (peak memory is then not measured)")
-    p.add_argument("--frameworks", nargs="+", choices=list(FRAMEWORKS), default=list(FRAMEWORKS),
-                   help="minigrad and the references to time against it (default: all; PyTorch only if installed)")
+    p.add_argument("--frameworks", nargs="+", choices=list(FRAMEWORKS),
+                   default=[fw for fw in FRAMEWORKS if HAS_NUMBA or fw != "minigrad-compiled"],
+                   help="minigrad and the references to time against it (default: all; PyTorch only if installed, "
+                        "minigrad compiled only with Numba, the compiled extra)")
     p.add_argument("--steps", type=int, default=None,
                    help="timed steps per process (default: 30, 5 at seed-scale; --profile: 10, 3 at seed-scale)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps at the start of each process")
@@ -493,6 +500,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     if "minigrad" not in args.frameworks:
         p.error("--frameworks must include minigrad: the references are timed against it")
+    if "minigrad-compiled" in args.frameworks and not HAS_NUMBA:
+        p.error("--frameworks minigrad-compiled needs Numba: pip install -e '.[compiled]'")
     if min(args.pairs, args.threads, 1 if args.steps is None else args.steps) < 1 or args.warmup < 0:
         p.error(f"--pairs ({args.pairs}), --threads ({args.threads}) and --steps ({args.steps}) must be at least 1, "
                 f"--warmup ({args.warmup}) at least 0")

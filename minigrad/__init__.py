@@ -86,8 +86,10 @@ from minigrad.shapes import (
 from minigrad.tensor import (
     Function,
     Tensor,
+    compiled,
     enable_grad,
     fused,
+    is_compiled_enabled,
     is_fused_enabled,
     is_grad_enabled,
     no_grad,
@@ -95,9 +97,9 @@ from minigrad.tensor import (
 )
 
 __all__ = [
-    "Function", "GradcheckError", "Tensor", "autograd", "bool_", "cuda_available", "enable_grad", "float32", "float64",
-    "functional", "fused", "gradcheck", "int64", "is_fused_enabled", "is_grad_enabled", "load", "lr_scheduler",
-    "manual_seed", "nn", "no_grad", "optim", "save", "set_grad_enabled",
+    "Function", "GradcheckError", "Tensor", "autograd", "bool_", "compiled", "cuda_available", "enable_grad",
+    "float32", "float64", "functional", "fused", "gradcheck", "int64", "is_compiled_enabled", "is_fused_enabled",
+    "is_grad_enabled", "load", "lr_scheduler", "manual_seed", "nn", "no_grad", "optim", "save", "set_grad_enabled",
     # creation (creation.py)
     "arange", "as_tensor", "eye", "from_numpy", "full", "full_like", "ones", "ones_like", "randn", "tensor", "zeros",
     "zeros_like",

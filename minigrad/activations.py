@@ -20,7 +20,7 @@ from minigrad.arrays import (
     stable_softmax,
 )
 from minigrad.dtypes import check_float, number_kind
-from minigrad.tensor import Function, Tensor
+from minigrad.tensor import Function, Tensor, modes
 
 # ---- softmax, log_softmax ----
 
@@ -103,8 +103,11 @@ class GeluFunction(Function):
     """
 
     def forward(self, x):
-        # under no_grad (sampling) nothing needs dy/dx
-        y, self.slope = in_blocks(_gelu_tanh_block, x, slope=bool(self.needs_input_grad))
+        kernels = modes.kernels  # minigrad.kernels under mg.compiled() (speed: the same formula compiled), else None
+        if kernels and kernels.takes(x):
+            y, self.slope = kernels.gelu_tanh(x, slope=bool(self.needs_input_grad))
+        else:  # under no_grad (sampling) nothing needs dy/dx
+            y, self.slope = in_blocks(_gelu_tanh_block, x, slope=bool(self.needs_input_grad))
         return y
 
     def backward(self, dout):
@@ -142,7 +145,11 @@ class GeluErfFunction(Function):
     """
 
     def forward(self, x):
-        y, self.slope = in_blocks(_gelu_erf_block, x, slope=bool(self.needs_input_grad))
+        kernels = modes.kernels  # minigrad.kernels under mg.compiled() (speed: the same formula compiled), else None
+        if kernels and kernels.takes(x):
+            y, self.slope = kernels.gelu_erf(x, slope=bool(self.needs_input_grad))
+        else:
+            y, self.slope = in_blocks(_gelu_erf_block, x, slope=bool(self.needs_input_grad))
         return y
 
     def backward(self, dout):

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from minigrad import backend
 from minigrad.arrays import as_rows, column_sums, int_tuple, row_sums
 from minigrad.dtypes import check_float
-from minigrad.tensor import Function, Tensor
+from minigrad.tensor import Function, Tensor, modes
 
 # ---- layer norm ----
 
@@ -26,6 +26,10 @@ class LayerNormFunction(Function):
     def forward(self, x, *affine, eps):
         xp = backend.get_array_module(x)
         x2 = as_rows(x)  # (N, C)
+        self.kernels = modes.kernels  # minigrad.kernels under mg.compiled() (speed: the same formulas compiled)
+        if self.kernels and all(self.kernels.takes(a) for a in (x2, *affine)):
+            return self.compiled_forward(x2, *affine, eps=eps).reshape(x.shape)
+        self.kernels = None
         inv_c = 1 / max(x2.shape[1], 1)  # C = 0: nothing to normalise, y is empty (as in PyTorch)
         xhat = xp.subtract(x2, row_sums(x2) * inv_c)  # x - mean, (N, C)
         y = xp.multiply(xhat, xhat)  # the squares, in y's memory until y is computed
@@ -47,6 +51,8 @@ class LayerNormFunction(Function):
     def backward(self, dout):
         xp = backend.get_array_module(dout)
         xhat, d2, w = self.xhat, as_rows(dout), self.w  # (N, C), (N, C), (C,)
+        if self.kernels and self.kernels.takes(d2):
+            return self.compiled_backward(d2, dout.shape)
         inv_c = 1 / max(xhat.shape[1], 1)
         # in the forward pass this was: y = xhat * w + b
         tmp = xp.multiply(d2, xhat)
@@ -68,6 +74,19 @@ class LayerNormFunction(Function):
         dx *= self.rstd
         dx = dx.reshape(dout.shape)
         return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
+
+    def compiled_forward(self, x2, *affine, eps):
+        """forward's formulas as minigrad.kernels.layer_norm_forward computes them, one row at a time."""
+        w, b = (*affine, None, None)[:2]
+        y, self.xhat, self.rstd = self.kernels.layer_norm_forward(x2, w, b, eps)
+        self.w = w
+        return y
+
+    def compiled_backward(self, d2, shape):
+        """backward's formulas as minigrad.kernels.layer_norm_backward computes them."""
+        dx, dw, db = self.kernels.layer_norm_backward(d2, self.xhat, self.rstd, self.w)
+        dx = dx.reshape(shape)
+        return (dx,) if self.w is None else (dx, dw, db)[: len(self.needs_input_grad)]
 
 
 def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,

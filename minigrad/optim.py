@@ -15,7 +15,7 @@ import numpy as np
 
 from minigrad import backend, runtime
 from minigrad.arrays import as_array
-from minigrad.tensor import Tensor, increment_version
+from minigrad.tensor import Tensor, increment_version, modes
 
 ParamGroups = Iterable[Tensor] | Iterable[dict[str, Any]]
 
@@ -327,7 +327,13 @@ class Adam(Optimizer):
         for group, p, state in self.with_state():
             state["step"] += 1
             buffers = {k: v for k, v in state.items() if k != "step"}
-            jobs += [(group, state["step"], *piece) for piece in _pieces(p.data, p.grad, buffers, self.piece[p.device])]
+            kernels = modes.kernels  # minigrad.kernels under mg.compiled() (speed: the same rule compiled; not amsgrad)
+            if kernels and not group["amsgrad"] and all(kernels.takes(a) for a in (p.data, p.grad, *buffers.values())):
+                kernels.adam(p.data, p.grad, buffers["exp_avg"], buffers["exp_avg_sq"], group["lr"], group["betas"],
+                             group["eps"], group["weight_decay"], group["maximize"], state["step"], self.decoupled)
+            else:
+                jobs += [(group, state["step"], *piece)
+                         for piece in _pieces(p.data, p.grad, buffers, self.piece[p.device])]
             increment_version(p)
         if not jobs:
             return

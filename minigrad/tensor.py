@@ -21,18 +21,20 @@ from minigrad import backend
 from minigrad.arrays import as_array, as_axis
 from minigrad.dtypes import DEFAULT_FLOAT, DType, check_same_device_and_dtype, number_dtype, number_kind
 
-# ---- per-thread switches: grad mode, the fused path, the function hook ----
+# ---- per-thread switches: grad mode, the fused path, the compiled kernels, the function hook ----
 
 class _Modes(threading.local):
-    """Each thread starts with grad mode on, the fused path off and no hook, as in PyTorch for grad mode."""
+    """This thread's switches, which the ops read (`modes.grad`, ...) and the context managers below set. Each thread
+    starts with grad mode on, the fused path and the compiled kernels off and no hook, as in PyTorch for grad mode."""
 
     def __init__(self) -> None:
         self.grad = True
         self.fused = False
+        self.kernels: Any = None  # the module minigrad.kernels while mg.compiled() is on: `kernels = modes.kernels`
         self.hook: Callable[[Function, str, Callable[[], Any]], Any] | None = None
 
 
-_modes = _Modes()
+modes = _Modes()
 
 
 class _Switch(contextlib.ContextDecorator):
@@ -45,11 +47,11 @@ class _Switch(contextlib.ContextDecorator):
         self.value, self.saved = value, []
 
     def __enter__(self) -> None:
-        self.saved.append(getattr(_modes, self.name))
-        setattr(_modes, self.name, self.value)
+        self.saved.append(getattr(modes, self.name))
+        setattr(modes, self.name, self.value)
 
     def __exit__(self, *exc: object) -> None:
-        setattr(_modes, self.name, self.saved.pop())
+        setattr(modes, self.name, self.saved.pop())
 
     def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
         """As a decorator: the function runs inside the block; a generator function's body too, each time it resumes
@@ -119,22 +121,22 @@ class set_grad_enabled(_Switch):
         if not isinstance(mode, bool):
             raise TypeError(f"set_grad_enabled: mode must be True or False, got {type(mode).__name__} {mode!r:.40}")
         super().__init__(mode)
-        self.found, _modes.grad = _modes.grad, mode  # found: restored by the first exit (None once entered)
+        self.found, modes.grad = modes.grad, mode  # found: restored by the first exit (None once entered)
 
     def __enter__(self) -> None:
         if self.found is None:
             return super().__enter__()
         self.saved.append(self.found)  # `with mg.set_grad_enabled(m):` the call switched already; the exit restores
-        self.found, _modes.grad = None, self.value
+        self.found, modes.grad = None, self.value
 
     def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
         if self.found is not None:  # as a decorator, the call's switch is undone: only the function runs in `mode`
-            self.found, _modes.grad = None, self.found
+            self.found, modes.grad = None, self.found
         return super().__call__(func)
 
 
 def is_grad_enabled() -> bool:
-    return _modes.grad
+    return modes.grad
 
 
 class fused(_Switch):
@@ -148,7 +150,29 @@ class fused(_Switch):
 
 
 def is_fused_enabled() -> bool:
-    return _modes.fused
+    return modes.fused
+
+
+class compiled(_Switch):
+    """`with mg.compiled():` the Functions that have a compiled kernel (minigrad.kernels: GELU, layer norm, softmax,
+    attention's softmax, Adam(W)(fused=True)) run it on float32 CPU arrays instead of their NumPy code; the optional
+    extra `pip install -e '.[compiled]'` (Numba) must be installed. mg.compiled(False) turns it off again."""
+
+    name = "kernels"
+
+    def __init__(self, enabled: bool = True) -> None:
+        if not enabled:
+            return super().__init__(None)
+        try:
+            from minigrad import kernels  # only here: the extra is optional, and Numba takes a while to import
+        except ImportError as e:
+            raise ImportError(f"mg.compiled() needs Numba, the optional extra: pip install -e '.[compiled]' "
+                              f"(or pip install numba): {e}") from None
+        super().__init__(kernels)
+
+
+def is_compiled_enabled() -> bool:
+    return modes.kernels is not None
 
 
 class intercept(_Switch):
@@ -200,14 +224,14 @@ class Function:
             needs.append(t._requires_grad)
             edges.append((t._ctx or t) if t._requires_grad else None)  # the node that computed t, or t itself
         fn = cls()
-        requires_grad = _modes.grad and any(needs)
+        requires_grad = modes.grad and any(needs)
         if requires_grad:
             fn.needs_input_grad = tuple(needs)
         try:
-            if _modes.hook is None:
+            if modes.hook is None:
                 out = fn.forward(*arrays, **options)
             else:
-                out = _modes.hook(fn, "forward", lambda: fn.forward(*arrays, **options))
+                out = modes.hook(fn, "forward", lambda: fn.forward(*arrays, **options))
         except (ValueError, TypeError) as err:  # a NumPy/CuPy complaint: say which op and which shapes
             shapes = ", ".join(str(t.shape) for t in inputs)
             kind = ValueError if isinstance(err, ValueError) else TypeError
@@ -579,16 +603,16 @@ class Tensor:
         result's place in the graph, as does self's base if self is a view of one (see CopySlices)."""
         self._refresh_if_stale()
         view = self._view
-        if _modes.grad and view is not None and view.base.requires_grad and not self.requires_grad:
+        if modes.grad and view is not None and view.base.requires_grad and not self.requires_grad:
             view.refresh(self)  # a view made under no_grad: its values come from the base, and so will its gradient
-        if _modes.grad:
+        if modes.grad:
             leaf = self if view is None else view.base
             if leaf.requires_grad and leaf._ctx is None:
                 what = "a leaf tensor" if view is None else "a view of a leaf tensor"
                 raise RuntimeError(f"{op}: {what} that requires grad (shape {leaf.shape}) is being used in an in-place "
                                    "operation; update it under mg.no_grad(), as an optimizer does, or write into a "
                                    "copy (x.clone())")
-        recording = _modes.grad and (self.requires_grad or any(isinstance(o, Tensor) and o.requires_grad
+        recording = modes.grad and (self.requires_grad or any(isinstance(o, Tensor) and o.requires_grad
                                                                for o in operands))
         if recording and view is not None and view.steps[-1][2] is not None:
             raise RuntimeError(f"{op}: this tensor of shape {self.shape} is one of several views that "
@@ -790,14 +814,14 @@ class _View:
     def refresh(self, t: Tensor) -> None:
         """t's node made again from the base, whose values an in-place write changed since (as PyTorch makes a
         view's grad_fn again): the view ops replayed on the base, recorded even under no_grad."""
-        grad, _modes.grad = _modes.grad, True
+        grad, modes.grad = modes.grad, True
         try:
             v = self.base
             for cls, options, index in self.steps:
                 v = cls.apply(v, **options)
                 v = v if index is None else v[index]
         finally:
-            _modes.grad = grad
+            modes.grad = grad
         _move_retained(t._ctx, v._ctx, t)
         t._ctx, t._requires_grad, self.version = v._ctx, v._requires_grad, t._version_counter[0]
 
@@ -854,7 +878,7 @@ def _run_backward(op: str, outputs: Sequence[Tensor], gradients: Sequence[Any], 
     if targets is not None:
         needed, through, freed = _leading_to(order, targets)
     captured: dict[int, Any] = {}
-    enabled, _modes.grad = _modes.grad, False  # backward computes outside the graph: grad mode off, as in PyTorch
+    enabled, modes.grad = modes.grad, False  # backward computes outside the graph: grad mode off, as in PyTorch
     try:
         for node in reversed(order):
             dout, owned = grads.pop(id(node), (None, False))
@@ -908,7 +932,7 @@ def _run_backward(op: str, outputs: Sequence[Tensor], gradients: Sequence[Any], 
             if not retain_graph:
                 node.release()
     finally:
-        _modes.grad = enabled
+        modes.grad = enabled
     if targets is not None and freed and len(captured) < len(targets):
         raise RuntimeError(_FREED)  # an input not reached: the way to it may have been freed
     return captured
@@ -1021,7 +1045,7 @@ def _refuse_modified(node: Function, counter: list[int], seen: int, array_id: in
 
 def _input_grads(node: Function, dout: Any) -> tuple[Any, ...]:
     """node.backward(dout), checked: one gradient per input, in a tuple."""
-    dxs = node.backward(dout) if _modes.hook is None else _modes.hook(node, "backward", lambda: node.backward(dout))
+    dxs = node.backward(dout) if modes.hook is None else modes.hook(node, "backward", lambda: node.backward(dout))
     name = type(node).__name__
     if not isinstance(dxs, (tuple, list)):
         raise TypeError(f"{name}.backward returned {type(dxs).__name__} instead of a tuple with one gradient "

@@ -22,6 +22,8 @@ NUMPY_ALLOWED_IN = {
     "backend.py": "the one module that knows NumPy and CuPy apart",
     "finite_differences.py": "compares gradients on the CPU in float64, moving arrays with backend.to_device / "
                              "to_numpy",
+    "kernels.py": "the compiled kernels (mg.compiled) run only on C-contiguous float32 NumPy arrays in the CPU's "
+                  "memory (kernels.takes); a Function picks one only for such an array and allocates its results so",
     "gradcheck_cases.py": "draws float64 test inputs on the CPU; Case.inputs places them on the device",
     "serialization.py": "reads and writes .npz files on the CPU; arrays leave through backend.to_numpy and "
                         "load() returns NumPy arrays for the caller to place on a device",

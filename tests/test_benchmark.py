@@ -14,6 +14,7 @@ from minigrad.tensor import intercept
 
 TINY = ["--configs", "tiny", "--pairs", "1", "--steps", "2", "--warmup", "1"]
 NO_TORCH = "PyTorch is not installed: pip install 'minigrad[torch]' to run the benchmark against it"
+MINE = ["minigrad", "minigrad-fused"] + ["minigrad-compiled"] * bench.HAS_NUMBA  # the compiled path: with Numba only
 
 
 @pytest.mark.parametrize("fused", [False, True], ids=["attention written out", "attention as one node"])
@@ -70,10 +71,10 @@ def test_benchmark_against_torch_in_separate_processes_with_the_same_threads(tmp
     out = tmp_path / "bench.json"
     bench.main([*TINY, "--threads", "1", "--json", str(out)])
     (r,) = json.loads(out.read_text())["results"]
-    assert list(r["frameworks"]) == ["minigrad", "minigrad-fused", "torch", "torch-sdpa"]
+    assert list(r["frameworks"]) == [*MINE, "torch", "torch-sdpa"]
     _check_minigrad_result(r, steps=2, pairs=1)
     assert "1 threads" in r["frameworks"]["minigrad"]["threads"]  # OPENBLAS_NUM_THREADS reached minigrad's worker
-    assert set(r["ratios"]) == {f"{m} / {t}" for m in ("minigrad", "minigrad-fused") for t in ("torch", "torch-sdpa")} \
+    assert set(r["ratios"]) == {f"{m} / {t}" for m in MINE for t in ("torch", "torch-sdpa")} \
         | {"minigrad / minigrad-fused"}
     for fw in ("torch", "torch-sdpa"):
         theirs = r["frameworks"][fw]
@@ -164,10 +165,12 @@ def test_profile_command_prints_both_breakdowns(tmp_path, capsys):
     pytest.importorskip("torch", reason=NO_TORCH)
     out = tmp_path / "profile.json"
     bench.main(["--profile", "--configs", "tiny", "--steps", "1", "--warmup", "0", "--json", str(out)])
-    mine, fused, theirs, sdpa = json.loads(out.read_text())["profiles"]
-    for p in (mine, fused):
+    *ours, theirs, sdpa = json.loads(out.read_text())["profiles"]
+    assert len(ours) == len(MINE)
+    for p in ours:
         assert p["phases_ms"]["step"] > 0 and p["primitives"]
-    assert any(r["name"] == "ScaledDotProductAttentionFunction" for r in fused["primitives"])
+    for p in ours[1:]:  # fused, and compiled (which is fused too)
+        assert any(r["name"] == "ScaledDotProductAttentionFunction" for r in p["primitives"])
     for p in (theirs, sdpa):
         assert p["clock"] == "CPU" and p["ops"] and p["total_self_ms"] >= sum(op["self_ms"] for op in p["ops"])
     assert any("scaled_dot_product" in op["name"] for op in sdpa["ops"])

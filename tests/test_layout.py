@@ -81,7 +81,7 @@ def test_no_class_is_patched_in_the_engine_or_the_benchmark():
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setattr":
                 target = ast.unparse(node.args[0])
                 # instances only: a module's child (nn.ModuleList) and this thread's switches (tensor.py)
-                assert target in ("self", "_modes"), f"{path.name}: setattr({target}, ...)"
+                assert target in ("self", "modes"), f"{path.name}: setattr({target}, ...)"
 
 
 def trace_second_iteration(argv: list[str]) -> set[tuple[str, str]]:

@@ -1,0 +1,219 @@
+"""Compiled kernels: the optional extra `pip install -e '.[compiled]'` (Numba), chosen by `with mg.compiled():`.
+
+Each kernel is the formula of one Function's NumPy code, for float32 arrays on the CPU, compiled by Numba and
+written as one loop over the elements (or the rows): where NumPy makes one pass over memory per operation (a
+GELU's erf is about thirty), a kernel makes one. They run on one core: in a training step NumPy's BLAS keeps its
+threads spinning on the others between matrix products, and a second thread of ours measured no faster
+(docs/performance.md, which also measures what each kernel buys). A Function chooses its kernel where a reader
+sees it (`kernels = modes.kernels` and `kernels.takes(x)` in its forward); the NumPy code beside each stays the
+definition, and tests/test_kernels.py checks every kernel against it.
+
+Numba's own exp is the C library's, one element at a time; `exp32` below is Cephes' expf in plain arithmetic,
+which the compiler turns into vector instructions, 8 or 16 elements at a time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+from minigrad import backend
+
+F = np.float32
+FASTMATH = {"contract", "reassoc", "nsz", "arcp"}  # fused multiply-add and reordered sums; inf and NaN keep meaning
+# error_model="numpy": x / 0 is inf, as in NumPy, not a ZeroDivisionError checked for at every division (a check
+# that keeps the compiler from vector instructions); cache: compiled once, into __pycache__, then loaded
+jit = numba.njit(fastmath=FASTMATH, error_model="numpy", cache=True)
+
+
+def takes(a: np.ndarray) -> bool:
+    """Whether the kernels run on array a: float32, in the CPU's memory, C-contiguous."""
+    return isinstance(a, np.ndarray) and a.dtype == np.float32 and a.flags.c_contiguous
+
+
+# ---- exp in vector instructions ----
+
+@intrinsic
+def _float_with_bits(typingctx, i):
+    """The float32 whose 32 bits are those of the int32 i (2^n is the float with bits (n + 127) << 23)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+    return types.float32(types.int32), codegen
+
+
+_LOG2E, _LN2_HI, _LN2_LO = F(1.4426950408889634), F(0.693359375), F(-2.12194440e-4)  # ln 2 = hi + lo
+_EXP_P = tuple(F(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+                              1.6666665459e-1, 5.0000001201e-1))  # Cephes' expf, highest power first
+
+
+@numba.njit(fastmath=FASTMATH, error_model="numpy", inline="always")
+def exp32(x):
+    """exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln 2 / 2, ln 2 / 2] (subtracted in two parts,
+    ln 2's leading bits exactly), exp(r) = 1 + r + r^2 P(r): within 1.1 ulp of float32 (tests/test_kernels.py);
+    0 below -104 (where exp is under float32's smallest number), inf above 88.72, NaN stays NaN."""
+    c = min(max(x, F(-104.0)), F(88.72283))
+    n = np.floor(c * _LOG2E + F(0.5))  # a float32 (math.floor's int would turn what follows into float64)
+    r = c - n * _LN2_HI
+    r = r - n * _LN2_LO
+    p = _EXP_P  # Horner's rule, written out: a loop over a tuple is not turned into vector instructions
+    y = (((((p[0] * r + p[1]) * r + p[2]) * r + p[3]) * r + p[4]) * r + p[5]) * (r * r) + r + F(1)
+    half = np.int32(n) >> 1  # 2^n as 2^half 2^(n - half): each in float32's range down to 2^-150
+    y = y * _float_with_bits((half + 127) << 23) * _float_with_bits((np.int32(n) - half + 127) << 23)
+    if x < F(-104.0):
+        y = F(0.0)
+    if x > F(88.72283):
+        y = F(math.inf)
+    return x if x != x else y
+
+
+# ---- GELU: y and dy/dx in one pass (activations.py's _gelu_erf_block and _gelu_tanh_block) ----
+
+_ERFC_P = tuple(F(c) for c in backend.ERFC_CHEBYSHEV)
+_SQRT_HALF, _ONE_OVER_SQRT_2PI = F(math.sqrt(0.5)), F(1 / math.sqrt(2 * math.pi))
+_GELU_C, _GELU_K = F(math.sqrt(2 / math.pi)), F(0.044715)
+
+
+def gelu_erf(x: np.ndarray, slope: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """GeluErfFunction.forward's y and, where `slope`, dy/dx."""
+    return _elementwise(_gelu_erf, x, slope)
+
+
+def gelu_tanh(x: np.ndarray, slope: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """GeluFunction.forward's y and, where `slope`, dy/dx."""
+    return _elementwise(_gelu_tanh, x, slope)
+
+
+def _elementwise(kernel, x: np.ndarray, slope: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    y = np.empty_like(x)
+    s = np.empty_like(x) if slope else None
+    kernel(x.reshape(-1), y.reshape(-1), None if s is None else s.reshape(-1))
+    return y, s
+
+
+@jit
+def _gelu_erf(x, y, slope):
+    """y = x Phi(x), Phi(x) = 0.5 erfc(-x / sqrt 2), erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2) for z >= 0
+    (backend.erfc's formula), erfc(-z) = 2 - erfc(z);  slope = Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi)."""
+    for i in range(x.size):
+        v = x[i]
+        z = abs(v) * _SQRT_HALF
+        t = F(1.0) / (F(1.0) + F(0.5) * z)
+        c = _ERFC_P  # Horner's rule, written out (as in exp32)
+        p = ((((((((c[0] * t + c[1]) * t + c[2]) * t + c[3]) * t + c[4]) * t + c[5]) * t + c[6]) * t + c[7]) * t
+             + c[8]) * t + c[9]
+        half_erfc = F(0.5) * t * exp32(p - z * z)  # 0.5 erfc(|x| / sqrt 2)
+        cdf = half_erfc if v < 0 else F(1.0) - half_erfc
+        y[i] = v * cdf
+        if slope is not None:
+            slope[i] = cdf + v * exp32(F(-0.5) * v * v) * _ONE_OVER_SQRT_2PI
+
+
+@jit
+def _gelu_tanh(x, y, slope):
+    """y = x h, h = 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)), u = c (x + 0.044715 x^3);
+    slope = h + y (1 - h) (2c + 6 * 0.044715 c x^2)."""
+    for i in range(x.size):
+        v = x[i]
+        v2 = v * v
+        h = F(1.0) / (F(1.0) + exp32(F(-2.0) * _GELU_C * v * (F(1.0) + _GELU_K * v2)))
+        y[i] = v * h
+        if slope is not None:
+            slope[i] = h + v * h * (F(1.0) - h) * (F(2.0) * _GELU_C + F(6.0) * _GELU_K * _GELU_C * v2)
+
+
+# ---- layer norm, row by row (normalization.py's LayerNormFunction) ----
+
+def layer_norm_forward(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """y, xhat and rstd of LayerNormFunction.forward for rows x (N, C)."""
+    xhat, rstd = np.empty_like(x), np.empty((x.shape[0], 1), x.dtype)
+    y = xhat if w is None else np.empty_like(x)
+    _layer_norm_rows(x, w, b, eps, y, xhat, rstd)
+    return y, xhat, rstd
+
+
+def layer_norm_backward(dout: np.ndarray, xhat: np.ndarray, rstd: np.ndarray, w: np.ndarray | None
+                        ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """dx, dw and db (None without w) of LayerNormFunction.backward for rows dout (N, C)."""
+    dx = np.empty_like(dout)
+    dw, db = (None, None) if w is None else (np.empty_like(w), np.empty_like(w))
+    _layer_norm_backward_rows(dout, xhat, rstd, w, dx, dw, db)
+    return dx, dw, db
+
+
+@jit
+def _layer_norm_rows(x, w, b, eps, y, xhat, rstd):
+    """Each row of x (N, C): xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps), y = xhat * w + b (w, b: (C,)
+    or None, y then xhat itself); rstd (N, 1)."""
+    n, c = x.shape
+    inv_c, eps = F(1.0) / F(max(c, 1)), F(eps)
+    for i in range(n):
+        mean = F(0.0)
+        for j in range(c):
+            mean += x[i, j]
+        mean *= inv_c
+        var = F(0.0)
+        for j in range(c):
+            d = x[i, j] - mean
+            xhat[i, j] = d
+            var += d * d
+        r = F(1.0) / math.sqrt(var * inv_c + eps)
+        rstd[i, 0] = r
+        for j in range(c):
+            xhat[i, j] *= r
+            if w is not None:
+                y[i, j] = xhat[i, j] * w[j] + (b[j] if b is not None else F(0.0))
+
+
+@jit
+def _layer_norm_backward_rows(dout, xhat, rstd, w, dx, dw, db):
+    """Each row: dxhat = dout * w (dout without w), dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat));
+    with w, dw = sum over the rows of dout * xhat and db = sum of dout (dw, db: (C,), written)."""
+    n, c = dout.shape
+    inv_c = F(1.0) / F(max(c, 1))
+    if w is not None:
+        dw[:], db[:] = F(0.0), F(0.0)
+    for i in range(n):
+        centre, proj = F(0.0), F(0.0)
+        for j in range(c):
+            g = dout[i, j] * w[j] if w is not None else dout[i, j]
+            dx[i, j] = g
+            centre += g
+            proj += g * xhat[i, j]
+        centre *= inv_c
+        proj *= inv_c
+        for j in range(c):
+            dx[i, j] = (dx[i, j] - centre - xhat[i, j] * proj) * rstd[i, 0]
+        if w is not None:
+            for j in range(c):
+                dw[j] += dout[i, j] * xhat[i, j]
+                db[j] += dout[i, j]
+
+
+# ---- Adam and AdamW, element by element (optim.py's Adam.fused_update) ----
+
+def adam(p: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, lr: float, betas: tuple[float, float],
+         eps: float, weight_decay: float, maximize: bool, t: int, decoupled: bool) -> None:
+    """Adam.fused_update's rule (not amsgrad) for one parameter p, in place in p, m and v: AdamW's decay
+    p *= 1 - lr wd (decoupled) or Adam's g + wd p; m += (1 - b1) (g - m), v = b2 v + (1 - b2) g^2;
+    p -= lr sqrt(1 - b2^t) / (1 - b1^t) m / (sqrt(v) + eps sqrt(1 - b2^t))."""
+    (b1, b2), root = betas, math.sqrt(1 - betas[1] ** t)
+    shrink, l2 = (1 - lr * weight_decay, 0.0) if decoupled else (1.0, weight_decay)
+    _adam_elements(p.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1), F(1 - b1), F(b2), F(1 - b2),
+                   F(eps * root), F(lr * root / (1 - b1 ** t)), F(shrink), F(l2), maximize)
+
+
+@jit
+def _adam_elements(p, g, m, v, rest1, b2, rest2, eps, step, shrink, l2, maximize):
+    for i in range(p.size):
+        gi = -g[i] if maximize else g[i]
+        gi += l2 * p[i]
+        mi = m[i] + rest1 * (gi - m[i])  # rest1 = 1 - b1, rest2 = 1 - b2
+        vi = b2 * v[i] + rest2 * gi * gi
+        m[i], v[i] = mi, vi
+        p[i] = p[i] * shrink - step * (mi / (math.sqrt(vi) + eps))

@@ -1,0 +1,252 @@
+"""The compiled kernels (minigrad/kernels.py, under mg.compiled()) against the NumPy code they compile: every
+kernel's outputs and gradients equal the NumPy path's in float32 (to float32's rounding), on awkward inputs too;
+exp32 within its stated error; and where a kernel does not apply (float64, a view, amsgrad, the GPU) the NumPy
+code runs, bit for bit. Without Numba only the switch's refusal is tested."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import functional as F
+from minigrad.optim import Adam, AdamW
+from minigrad.tensor import intercept
+
+try:
+    import numba
+
+    from minigrad import kernels
+except ImportError:
+    numba = kernels = None
+needs_numba = pytest.mark.skipif(numba is None, reason="Numba is not installed: pip install -e '.[compiled]' to test "
+                                                       "the compiled kernels")
+
+
+def _without_numba(monkeypatch):
+    """From here on `from minigrad import kernels` fails, as it does where Numba is not installed."""
+    monkeypatch.delattr(mg, "kernels", raising=False)
+    monkeypatch.setitem(sys.modules, "minigrad.kernels", None)
+
+
+def test_compiled_without_numba_says_what_to_install(monkeypatch):
+    _without_numba(monkeypatch)
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[compiled\]'"):
+        mg.compiled()
+    assert not mg.is_compiled_enabled()
+    with mg.compiled(False):  # turning it off needs nothing
+        assert not mg.is_compiled_enabled()
+
+
+def test_train_py_compiled_without_numba_is_one_line(monkeypatch, tmp_path, capsys):
+    import train
+
+    _without_numba(monkeypatch)
+    assert train.main(["--compiled", "--steps", "1", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--compiled" in err and ".[compiled]" in err
+
+
+@needs_numba
+def test_exp32_is_within_about_one_ulp_of_exp_over_float32s_range():
+    @numba.njit
+    def _exp_all(x, out):
+        for i in range(x.size):
+            out[i] = kernels.exp32(x[i])
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([np.linspace(-104, 88.72, 2_000_001), rng.uniform(-110, 90, 1_000_000)]).astype(np.float32)
+    y = np.empty_like(x)
+    _exp_all(x, y)
+    exact = np.exp(x.astype(np.float64))
+    normal = (exact > np.finfo(np.float32).tiny) & (exact < np.finfo(np.float32).max)
+    ulps = np.abs(y[normal] - exact[normal]) / np.spacing(exact[normal].astype(np.float32)).astype(np.float64)
+    assert ulps.max() <= 1.1
+    subnormal = (exact <= np.finfo(np.float32).tiny) & (x >= -104)  # within a few of float32's smallest steps
+    assert np.abs(y[subnormal] - exact[subnormal]).max() <= 4 * np.finfo(np.float32).smallest_subnormal
+    assert (y[x < -104] == 0).all() and (y[exact >= np.finfo(np.float32).max] == np.inf).all()
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72, -87.3], np.float32)
+    out = np.empty_like(special)
+    _exp_all(special, out)
+    np.testing.assert_array_equal(out[:5], [np.nan, np.inf, 0.0, 1.0, 1.0])
+    np.testing.assert_allclose(out[5:], np.exp(special[5:].astype(np.float64)), rtol=2e-7)
+
+
+def _values(shape, seed=0):
+    """Normal values, wide ones, and the corners: infinities, NaN, signed zeros, tiny and huge."""
+    x = np.random.default_rng(seed).standard_normal(shape) * 4
+    flat = x.reshape(-1)
+    corners = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30, -1e-30, 30.0, -30.0, 1e4, -1e4]
+    flat[: min(len(corners), flat.size)] = corners[: flat.size]
+    return x
+
+
+def _run(fn, shapes, compiled, values, seed=0):
+    """fn's output and its inputs' gradients in float32, for a random upstream gradient, with or without the
+    kernels; also the names of the Functions that ran."""
+    rng = np.random.default_rng(seed)
+    xs = [mg.tensor(v, dtype=mg.float32, requires_grad=True) for v in values(shapes, seed)]
+    ran = []
+
+    def record(node, method, run):
+        ran.append(type(node).__name__)
+        return run()
+
+    with np.errstate(invalid="ignore"), mg.compiled(compiled), intercept(record):
+        out = fn(*xs)
+    with np.errstate(invalid="ignore"):  # inf * 0 in the corners: NaN, on both paths alike
+        out.backward(rng.standard_normal(out.shape).astype(np.float32))
+    return [out.data] + [x.grad for x in xs], ran
+
+
+def _normal(shapes, seed):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s) for s in shapes]
+
+
+def _corners(shapes, seed):
+    return [_values(s, seed) for s in shapes]
+
+
+CASES = {  # name: (fn, input shapes, input values)
+    "gelu": (F.gelu, [(6, 7, 31)], _corners),
+    "gelu, tanh": (lambda x: F.gelu(x, approximate="tanh"), [(6, 7, 31)], _corners),
+    "gelu, 0-d": (F.gelu, [()], _normal),
+    "gelu, empty": (lambda x: F.gelu(x, approximate="tanh"), [(0, 3)], _normal),
+    "layer_norm": (lambda x, w, b: F.layer_norm(x, 24, w, b), [(5, 7, 24), (24,), (24,)], _normal),
+    "layer_norm, weight only": (lambda x, w: F.layer_norm(x, 24, w), [(9, 24), (24,)], _normal),
+    "layer_norm, no affine": (lambda x: F.layer_norm(x, 24), [(3, 4, 24)], _normal),
+    "layer_norm, one channel": (lambda x, w, b: F.layer_norm(x, 1, w, b), [(6, 1), (1,), (1,)], _normal),
+    "layer_norm, constant rows": (lambda x, w, b: F.layer_norm(x * 0 + 3, 8, w, b), [(4, 8), (8,), (8,)], _normal),
+    "layer_norm, no rows": (lambda x, w, b: F.layer_norm(x, 8, w, b), [(0, 8), (8,), (8,)], _normal),
+    "layer_norm, corners": (lambda x: F.layer_norm(x, 16), [(4, 16)], _corners),
+}
+
+
+@needs_numba
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_kernel_equals_the_numpy_code_it_compiles(case):
+    fn, shapes, values = CASES[case]
+    plain, ran_plain = _run(fn, shapes, compiled=False, values=values)
+    compiled, ran_compiled = _run(fn, shapes, compiled=True, values=values)
+    assert ran_plain == ran_compiled  # the same graph: only the arithmetic inside a node differs
+    for name, p, c in zip(["output"] + [f"grad {i}" for i in range(len(shapes))], plain, compiled, strict=True):
+        assert c.dtype == np.float32 and c.shape == p.shape, name
+        assert np.array_equal(np.isnan(p), np.isnan(c)), f"{case}: {name}: NaN in other places"
+        assert np.array_equal(np.isinf(p), np.isinf(c)) and np.array_equal(p[np.isinf(p)], c[np.isinf(c)]), name
+        finite = np.isfinite(p)
+        np.testing.assert_allclose(c[finite], p[finite], rtol=2e-5, atol=2e-6 * np.abs(p[finite]).max(initial=1),
+                                   err_msg=f"{case}: {name}")
+
+
+@needs_numba
+def test_gelu_kernels_match_the_float64_formula():
+    """Both paths against the float64 NumPy code: the kernels are as accurate as the NumPy float32 code."""
+    x = np.random.default_rng(3).standard_normal(100_000) * 5
+    for approximate in ("none", "tanh"):
+        wide = F.gelu(mg.tensor(x, dtype=mg.float64), approximate=approximate).data
+        with mg.compiled():
+            narrow = F.gelu(mg.tensor(x, dtype=mg.float32), approximate=approximate).data
+        np.testing.assert_allclose(narrow, wide, rtol=1e-6, atol=1e-7)
+
+
+@needs_numba
+def test_gelu_under_no_grad_saves_no_slope():
+    x = mg.randn(4, 8, requires_grad=True)
+    with mg.compiled(), mg.no_grad():
+        y = F.gelu(x)
+    assert y._ctx is None
+    with mg.compiled():
+        y = F.gelu(mg.randn(4, 8))  # no input needs a gradient
+    assert y._ctx is None
+
+
+@needs_numba
+@pytest.mark.parametrize("kind, options", [
+    (AdamW, {}), (AdamW, {"weight_decay": 0.1, "maximize": True}), (Adam, {"weight_decay": 0.1}),
+    (Adam, {"maximize": True}), (Adam, {"amsgrad": True}), (AdamW, {"amsgrad": True, "weight_decay": 0.05}),
+])
+def test_the_adam_kernel_equals_the_fused_numpy_step(kind, options):
+    def run(compiled):
+        rng = np.random.default_rng(0)
+        params = [mg.tensor(rng.standard_normal(s), dtype=mg.float32, requires_grad=True) for s in [(5, 7), (300,), ()]]
+        opt = kind(params, lr=1e-2, fused=True, **options)
+        for _ in range(6):
+            for p in params:
+                p.grad = rng.standard_normal(p.shape).astype(np.float32)
+            with mg.compiled(compiled):
+                opt.step()
+        return [p.data for p in params], [opt.state[p] for p in params]
+
+    (plain, plain_state), (compiled, compiled_state) = run(False), run(True)
+    for p, c, sp, sc in zip(plain, compiled, plain_state, compiled_state, strict=True):
+        assert c.dtype == np.float32 and sp["step"] == sc["step"] == 6
+        if options.get("amsgrad"):  # no kernel for amsgrad: the NumPy step runs, exactly
+            np.testing.assert_array_equal(c, p)
+            continue
+        np.testing.assert_allclose(c, p, rtol=1e-5, atol=1e-6)
+        for key in ("exp_avg", "exp_avg_sq"):
+            np.testing.assert_allclose(sc[key], sp[key], rtol=1e-5, atol=1e-7)
+
+
+@needs_numba
+def test_where_no_kernel_applies_the_numpy_code_runs_bit_for_bit():
+    rng = np.random.default_rng(1)
+    wide = rng.standard_normal((4, 6, 16))
+    cases = [
+        (mg.tensor(wide, dtype=mg.float64), lambda x: F.layer_norm(F.gelu(x), 16)),  # float64: no kernel
+        (mg.tensor(wide, dtype=mg.float32).transpose(0, 2), F.gelu),  # a view that is not C-contiguous
+    ]
+    for x, fn in cases:
+        plain = fn(x).data
+        with mg.compiled():
+            compiled = fn(x).data
+        np.testing.assert_array_equal(compiled, plain)
+    # a float64 weight beside a float32 input is refused the same way on both paths
+    with pytest.raises((TypeError, ValueError)) as plain_error:
+        F.layer_norm(mg.randn(2, 4), 4, mg.randn(4, dtype=mg.float64))
+    with mg.compiled(), pytest.raises(type(plain_error.value)):
+        F.layer_norm(mg.randn(2, 4), 4, mg.randn(4, dtype=mg.float64))
+
+
+@needs_numba
+def test_a_training_step_under_compiled_follows_the_plain_one():
+    from models import GPT, GPTConfig
+
+    def losses(compiled):
+        mg.manual_seed(0)
+        model = GPT(GPTConfig(vocab_size=20, n_embd=32, n_head=4, n_layer=2, block_size=16, bias=False, gelu="none"))
+        opt = AdamW(model.parameters(), lr=3e-3, fused=True)
+        rng = np.random.default_rng(0)
+        out = []
+        with mg.fused(), mg.compiled(compiled):
+            for _ in range(8):
+                x = rng.integers(0, 20, (4, 16))
+                _, loss = model(x, (x + 1) % 20)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                out.append(loss.item())
+        return np.array(out)
+
+    plain, compiled = losses(False), losses(True)
+    assert plain[-1] < plain[0]  # it learns at all
+    np.testing.assert_allclose(compiled, plain, rtol=1e-4)
+
+
+@needs_numba
+def test_the_switch_is_per_thread_and_nests():
+    import threading
+
+    seen = []
+    with mg.compiled():
+        assert mg.is_compiled_enabled()
+        with mg.compiled(False):
+            assert not mg.is_compiled_enabled()
+        assert mg.is_compiled_enabled()
+        thread = threading.Thread(target=lambda: seen.append(mg.is_compiled_enabled()))
+        thread.start()
+        thread.join()
+    assert seen == [False] and not mg.is_compiled_enabled()
