@@ -36,13 +36,16 @@ class SoftmaxFunction(Function):
         y = xp.subtract(x2, row_max(x2))  # x - max: changes nothing, but exp() can no longer overflow
         xp.exp(y, out=y)
         y /= row_sums(y)
-        self.y = y  # (N, L)
+        self.y, self.kernels = y, modes.kernels  # (N, L); minigrad.kernels under mg.compiled(), for backward
         return y.reshape(x.shape)
 
     def backward(self, dout):
         # in the forward pass this was: y = exp(x) / sum(exp(x)), so dy_i/dx_j = y_i * (delta_ij - y_j)
         xp = backend.get_array_module(dout)
         d2 = as_rows(dout)  # (N, L)
+        kernels = self.kernels  # minigrad.kernels if forward ran under mg.compiled() (speed: compiled, by rows)
+        if kernels and kernels.takes(d2) and kernels.takes(self.y):
+            return (kernels.softmax_backward(d2, self.y, out=xp.empty_like(d2)).reshape(dout.shape),)
         dx = xp.multiply(d2, self.y)
         xp.subtract(d2, row_sums(dx), out=dx)  # dout - sum(dout * y)
         dx *= self.y

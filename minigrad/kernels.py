@@ -195,6 +195,25 @@ def _layer_norm_backward_rows(dout, xhat, rstd, w, dx, dw, db):
                 db[j] += dout[i, j]
 
 
+# ---- softmax's backward by rows (activations.py's SoftmaxFunction, sdpa.py's attention weights) ----
+
+def softmax_backward(dout: np.ndarray, y: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """out = y * (dout - sum(dout * y)) along each row of y (N, M), softmax's output (out may be dout)."""
+    _softmax_backward_rows(dout, y, out)
+    return out
+
+
+@jit
+def _softmax_backward_rows(dout, y, out):
+    n, m = dout.shape
+    for r in range(n):
+        dot = F(0.0)
+        for j in range(m):
+            dot += dout[r, j] * y[r, j]
+        for j in range(m):
+            out[r, j] = y[r, j] * (dout[r, j] - dot)
+
+
 # ---- Adam and AdamW, element by element (optim.py's Adam.fused_update) ----
 
 def adam(p: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, lr: float, betas: tuple[float, float],

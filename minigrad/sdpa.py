@@ -12,7 +12,7 @@ from minigrad import backend
 from minigrad.arrays import as_rows, broadcasts_to, dropout_scale, index_array, row_max, row_sums, unbroadcast
 from minigrad.dtypes import check_float
 from minigrad.shapes import causal_mask
-from minigrad.tensor import Function, Tensor
+from minigrad.tensor import Function, Tensor, modes
 
 # ---- scaled dot-product attention ----
 
@@ -50,6 +50,7 @@ class ScaledDotProductAttentionFunction(Function):
             xp.copyto(sums, 1, where=sums == 0)
         p /= sums
         self.q, self.k, self.v, self.p, self.scale, self.drop = q, k, v, p, scale, None
+        self.kernels = modes.kernels  # minigrad.kernels under mg.compiled(), for backward
         if dropout_p:
             self.drop = dropout_scale(p, dropout_p)
             return (p * self.drop) @ v
@@ -64,8 +65,12 @@ class ScaledDotProductAttentionFunction(Function):
         dp = dout @ v.swapaxes(-1, -2)  # dD
         if drop is not None:
             dp *= drop  # dP = dD * keep / (1 - p)
-        ds = dp - row_sums(as_rows(dp * p)).reshape(dp.shape[:-1] + (1,))
-        ds *= p
+        kernels = self.kernels  # minigrad.kernels if forward ran under mg.compiled() (speed: compiled, by rows)
+        if kernels and kernels.takes(dp) and kernels.takes(p):
+            ds = kernels.softmax_backward(as_rows(dp), as_rows(p), out=as_rows(dp)).reshape(dp.shape)
+        else:
+            ds = dp - row_sums(as_rows(dp * p)).reshape(dp.shape[:-1] + (1,))
+            ds *= p
         dq = unbroadcast((ds @ k) * scale, q.shape) if need_q else None
         dk = unbroadcast((ds.swapaxes(-1, -2) @ q) * scale, k.shape) if need_k else None
         if not need_mask:

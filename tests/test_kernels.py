@@ -87,6 +87,7 @@ def _run(fn, shapes, compiled, values, seed=0):
     """fn's output and its inputs' gradients in float32, for a random upstream gradient, with or without the
     kernels; also the names of the Functions that ran."""
     rng = np.random.default_rng(seed)
+    mg.manual_seed(seed)  # the same dropout masks on both paths
     xs = [mg.tensor(v, dtype=mg.float32, requires_grad=True) for v in values(shapes, seed)]
     ran = []
 
@@ -122,6 +123,17 @@ CASES = {  # name: (fn, input shapes, input values)
     "layer_norm, constant rows": (lambda x, w, b: F.layer_norm(x * 0 + 3, 8, w, b), [(4, 8), (8,), (8,)], _normal),
     "layer_norm, no rows": (lambda x, w, b: F.layer_norm(x, 8, w, b), [(0, 8), (8,), (8,)], _normal),
     "layer_norm, corners": (lambda x: F.layer_norm(x, 16), [(4, 16)], _corners),
+    "softmax": (F.softmax, [(3, 5, 70)], _normal),
+    "softmax, along axis 1": (lambda x: F.softmax(x, dim=1), [(4, 6, 3)], _normal),
+    "softmax, corners": (F.softmax, [(6, 11)], _corners),
+    "attention, causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                          [(2, 3, 9, 4)] * 3, _normal),
+    "attention, a query that sees no key": (
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=np.tril(np.ones((9, 9), bool), -1)),
+        [(2, 3, 9, 4)] * 3, _normal),
+    "attention, a float mask, dropout": (
+        lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, dropout_p=0.3),
+        [(2, 3, 9, 4)] * 3 + [(9, 9)], _normal),
 }
 
 
@@ -234,6 +246,32 @@ def test_a_training_step_under_compiled_follows_the_plain_one():
     plain, compiled = losses(False), losses(True)
     assert plain[-1] < plain[0]  # it learns at all
     np.testing.assert_allclose(compiled, plain, rtol=1e-4)
+
+
+@needs_numba
+@pytest.mark.parametrize("gelu", ["none", "tanh"])
+def test_every_kernel_runs_in_a_training_step_under_compiled_backward_included(monkeypatch, gelu):
+    """The choice is made in forward, where mg.compiled() is on, and remembered for backward, which a training loop
+    may call outside the block."""
+    from models import GPT, GPTConfig
+
+    calls = []
+    for name in ("gelu_erf", "gelu_tanh", "layer_norm_forward", "layer_norm_backward", "softmax_backward", "adam"):
+        kernel = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name, **kw: calls.append(_n) or _k(*a, **kw))
+    mg.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=20, n_embd=32, n_head=4, n_layer=2, block_size=16, bias=True, gelu=gelu))
+    opt = AdamW(model.parameters(), lr=1e-3, fused=True)
+    x = np.random.default_rng(0).integers(0, 20, (2, 16))
+    for fused in (False, True):  # attention written out (F.softmax) and as one node (SDPA)
+        with mg.fused(fused), mg.compiled():
+            _, loss = model(x, x)
+        loss.backward()
+        with mg.compiled():
+            opt.step()
+    assert set(calls) == {"gelu_erf" if gelu == "none" else "gelu_tanh", "layer_norm_forward", "layer_norm_backward",
+                          "softmax_backward", "adam"}
+    assert calls.count("softmax_backward") == 2 * 2  # each layer's attention weights, on both paths
 
 
 @needs_numba
