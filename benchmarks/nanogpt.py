@@ -41,8 +41,11 @@ RECIPE = {  # nanoGPT's README, "I only have a macbook": config/train_shakespear
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def train_py_argv(data: str, steps: int, seed: int, out: str) -> list[str]:
-    """The recipe as one train.py command (docs/train-on-your-text.md shows it)."""
+SPEEDS = {"plain": [], "fused": ["--fused"], "compiled": ["--compiled"]}  # train.py's speed flags, --speed NAME
+
+
+def train_py_argv(data: str, steps: int, seed: int, out: str, speed: str = "plain") -> list[str]:
+    """The recipe as one train.py command (docs/train-on-your-text.md shows it), with the flags of `speed`."""
     r = RECIPE
     return ["--task", "text", "--data", data, "--n-embd", str(r["n_embd"]), "--n-head", str(r["n_head"]),
             "--n-layer", str(r["n_layer"]), "--block-size", str(r["block_size"]), "--batch-size", str(r["batch_size"]),
@@ -50,7 +53,7 @@ def train_py_argv(data: str, steps: int, seed: int, out: str) -> list[str]:
             "--warmup", str(r["warmup_iters"]), "--beta2", str(r["beta2"]), "--weight-decay", str(r["weight_decay"]),
             "--grad-clip", str(r["grad_clip"]), "--dropout", str(r["dropout"]), "--no-bias", "--gelu", "exact",
             "--eval-interval", str(r["eval_interval"]), "--eval-iters", str(r["eval_iters"]), "--keep-best",
-            "--seed", str(seed), "--out", out, "--samples", "0", "--no-explain"]
+            "--seed", str(seed), "--out", out, "--samples", "0", "--no-explain", *SPEEDS[speed]]
 
 
 def nanogpt_lr(it: int, max_iters: int) -> float:
@@ -133,11 +136,12 @@ def torch_run(data: str, steps: int, seed: int) -> dict[str, Any]:
             "threads": torch.get_num_threads()}
 
 
-def minigrad_run(data: str, steps: int, seed: int, out: str, env: dict[str, str]) -> dict[str, Any]:
+def minigrad_run(data: str, steps: int, seed: int, out: str, env: dict[str, str], speed: str = "plain"
+                 ) -> dict[str, Any]:
     """train.py with the recipe in a fresh process: its final line's held-out loss (the whole held-out part) and its
     time per step (tokens per step / tokens_per_s, which leaves the evaluations out)."""
-    result = subprocess.run([sys.executable, "train.py", *train_py_argv(data, steps, seed, out)], cwd=ROOT, env=env,
-                            capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "train.py", *train_py_argv(data, steps, seed, out, speed)], cwd=ROOT,
+                            env=env, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"train.py failed ({result.returncode}): {result.stderr.strip()[-500:]}")
     final = dict(re.findall(r"(\w+)=([-\d.e+na]+)", result.stdout.splitlines()[-1]))
@@ -154,12 +158,13 @@ def torch_worker(data: str, steps: int, seed: int, env: dict[str, str], threads:
     return json.loads(result.stdout.splitlines()[-1])
 
 
-def compare(data: str, steps: int, seeds: list[int], out: str, threads: int | None) -> dict[str, Any]:
+def compare(data: str, steps: int, seeds: list[int], out: str, threads: int | None, speed: str = "plain"
+            ) -> dict[str, Any]:
     """Each seed: train.py and the PyTorch re-implementation, each in a fresh process, alternating which goes first."""
     env = dict(os.environ, **({v: str(threads) for v in THREAD_VARIABLES} if threads else {}))
     runs: dict[str, list[dict[str, Any]]] = {"minigrad": [], "nanoGPT (PyTorch)": []}
     for k, seed in enumerate(seeds):
-        jobs = [("minigrad", lambda s=seed: minigrad_run(data, steps, s, os.path.join(out, f"seed{s}"), env)),
+        jobs = [("minigrad", lambda s=seed: minigrad_run(data, steps, s, os.path.join(out, f"seed{s}"), env, speed)),
                 ("nanoGPT (PyTorch)", lambda s=seed: torch_worker(data, steps, s, env, threads))]
         for name, job in jobs if k % 2 == 0 else jobs[::-1]:
             runs[name].append({"seed": seed, **job()})
@@ -167,8 +172,8 @@ def compare(data: str, steps: int, seeds: list[int], out: str, threads: int | No
                   f"{runs[name][-1]['ms_per_step']:.1f} ms/step", flush=True)
     medians = {name: {key: statistics.median(r[key] for r in rs) for key in ("val_loss", "ms_per_step")}
                for name, rs in runs.items()}
-    return {"data": data, "steps": steps, "seeds": seeds, "threads": threads, "recipe": RECIPE, "runs": runs,
-            "medians": medians}
+    return {"data": data, "steps": steps, "seeds": seeds, "threads": threads, "speed": speed, "recipe": RECIPE,
+            "runs": runs, "medians": medians}
 
 
 def report(results: dict[str, Any]) -> str:
@@ -176,7 +181,8 @@ def report(results: dict[str, Any]) -> str:
     ours, theirs = m["minigrad"], m["nanoGPT (PyTorch)"]
     gap = ours["val_loss"] - theirs["val_loss"]
     rows = [f"| {name} | {v['val_loss']:.4f} | {v['ms_per_step']:.1f} |" for name, v in m.items()]
-    return "\n".join([f"{results['steps']} steps, seeds {' '.join(map(str, results['seeds']))}; medians:",
+    return "\n".join([f"{results['steps']} steps, seeds {' '.join(map(str, results['seeds']))}, train.py "
+                      f"{results['speed']}; medians:",
                       "| | held-out loss | ms/step |", "|---|---|---|", *rows,
                       f"held-out loss, minigrad - PyTorch: {gap:+.4f} ({'within' if abs(gap) <= 0.03 else 'NOT within'}"
                       f" 0.03); time per step, minigrad / PyTorch: {ours['ms_per_step'] / theirs['ms_per_step']:.2f}"])
@@ -191,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, help="threads of each process's BLAS and PyTorch (default: theirs)")
     p.add_argument("--out", default="out-nanogpt", help="folder for train.py's checkpoints, one folder per seed")
     p.add_argument("--json", metavar="FILE", help="also write every run's figures here")
+    p.add_argument("--speed", choices=list(SPEEDS), default="plain", help="train.py as `python train.py` runs it "
+                   "(plain, the default), with --fused, or with --compiled (pip install -e '.[compiled]')")
     p.add_argument("--worker", choices=["torch"], help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
@@ -200,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             torch.set_num_threads(args.threads)
         print(json.dumps(torch_run(args.data, args.steps, args.seeds[0])))
         return 0
-    results = compare(args.data, args.steps, args.seeds, args.out, args.threads)
+    results = compare(args.data, args.steps, args.seeds, args.out, args.threads, args.speed)
     print(report(results))
     if args.json:
         write_atomically(Path(args.json), json.dumps(results, indent=1))

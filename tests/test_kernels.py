@@ -275,6 +275,20 @@ def test_every_kernel_runs_in_a_training_step_under_compiled_backward_included(m
 
 
 @needs_numba
+def test_train_py_compiled_trains_as_fused_does(tmp_path, capsys):
+    import train
+
+    finals = {}
+    for flag in ("--fused", "--compiled"):
+        argv = [flag, "--steps", "6", "--out", str(tmp_path / flag), "--samples", "0", "--no-explain"]
+        assert train.main(argv) == 0
+        line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("final: ")][-1]
+        finals[flag] = dict(kv.split("=") for kv in line.split()[1:])
+    for key in ("train_loss", "val_loss"):  # the same run, to float32's rounding over six steps
+        assert float(finals["--compiled"][key]) == pytest.approx(float(finals["--fused"][key]), rel=1e-3)
+
+
+@needs_numba
 def test_the_switch_is_per_thread_and_nests():
     import threading
 
