@@ -182,7 +182,7 @@ def report(results: dict[str, Any]) -> str:
     gap = ours["val_loss"] - theirs["val_loss"]
     rows = [f"| {name} | {v['val_loss']:.4f} | {v['ms_per_step']:.1f} |" for name, v in m.items()]
     return "\n".join([f"{results['steps']} steps, seeds {' '.join(map(str, results['seeds']))}, train.py "
-                      f"{results['speed']}; medians:",
+                      f"{results.get('speed', 'plain')}; medians:",
                       "| | held-out loss | ms/step |", "|---|---|---|", *rows,
                       f"held-out loss, minigrad - PyTorch: {gap:+.4f} ({'within' if abs(gap) <= 0.03 else 'NOT within'}"
                       f" 0.03); time per step, minigrad / PyTorch: {ours['ms_per_step'] / theirs['ms_per_step']:.2f}"])

@@ -154,9 +154,10 @@ def is_fused_enabled() -> bool:
 
 
 class compiled(_Switch):
-    """`with mg.compiled():` the Functions that have a compiled kernel (minigrad.kernels: GELU, layer norm, softmax,
-    attention's softmax, Adam(W)(fused=True)) run it on float32 CPU arrays instead of their NumPy code; the optional
-    extra `pip install -e '.[compiled]'` (Numba) must be installed. mg.compiled(False) turns it off again."""
+    """`with mg.compiled():` the Functions that have a compiled kernel (minigrad.kernels: GELU, layer norm, the
+    backward of F.softmax and of attention's weights, Adam(W)(fused=True)'s step) run it on float32 CPU arrays instead
+    of their NumPy code, chosen in forward (and kept for backward); the optional extra `pip install -e '.[compiled]'`
+    (Numba) must be installed. mg.compiled(False) turns it off again."""
 
     name = "kernels"
 
