@@ -149,17 +149,21 @@ def layer_norm_backward(dout: np.ndarray, xhat: np.ndarray, rstd: np.ndarray, w:
 @jit
 def _layer_norm_rows(x, w, b, eps, y, xhat, rstd):
     """Each row of x (N, C): xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps), y = xhat * w + b (w, b: (C,)
-    or None, y then xhat itself); rstd (N, 1)."""
+    or None, y then xhat itself); rstd (N, 1). x - mean is computed as (x - x0) - mean(x - x0), x0 the row's first
+    value, so that a row far from 0 keeps its digits (rows of 1e4 + N(0, 1): 6e-7 against NumPy's 1e-3 from
+    float64; tests/test_kernels.py)."""
     n, c = x.shape
     inv_c, eps = F(1.0) / F(max(c, 1)), F(eps)
     for i in range(n):
-        mean = F(0.0)
+        shift = x[i, 0] if c else F(0.0)
+        mean = F(0.0)  # of x - shift
         for j in range(c):
-            mean += x[i, j]
+            xhat[i, j] = x[i, j] - shift  # through memory: the compiler may not fold it into x - (shift + mean)
+            mean += xhat[i, j]
         mean *= inv_c
         var = F(0.0)
         for j in range(c):
-            d = x[i, j] - mean
+            d = xhat[i, j] - mean
             xhat[i, j] = d
             var += d * d
         r = F(1.0) / math.sqrt(var * inv_c + eps)

@@ -116,12 +116,14 @@ CASES = {  # name: (fn, input shapes, input values)
     "gelu, tanh": (lambda x: F.gelu(x, approximate="tanh"), [(6, 7, 31)], _corners),
     "gelu, 0-d": (F.gelu, [()], _normal),
     "gelu, empty": (lambda x: F.gelu(x, approximate="tanh"), [(0, 3)], _normal),
+    "gelu, exact, empty": (F.gelu, [(2, 0)], _normal),
     "layer_norm": (lambda x, w, b: F.layer_norm(x, 24, w, b), [(5, 7, 24), (24,), (24,)], _normal),
     "layer_norm, weight only": (lambda x, w: F.layer_norm(x, 24, w), [(9, 24), (24,)], _normal),
     "layer_norm, no affine": (lambda x: F.layer_norm(x, 24), [(3, 4, 24)], _normal),
     "layer_norm, one channel": (lambda x, w, b: F.layer_norm(x, 1, w, b), [(6, 1), (1,), (1,)], _normal),
     "layer_norm, constant rows": (lambda x, w, b: F.layer_norm(x * 0 + 3, 8, w, b), [(4, 8), (8,), (8,)], _normal),
     "layer_norm, no rows": (lambda x, w, b: F.layer_norm(x, 8, w, b), [(0, 8), (8,), (8,)], _normal),
+    "layer_norm, no channels": (lambda x, w, b: F.layer_norm(x, 0, w, b), [(3, 0), (0,), (0,)], _normal),
     "layer_norm, corners": (lambda x: F.layer_norm(x, 16), [(4, 16)], _corners),
     "softmax": (F.softmax, [(3, 5, 70)], _normal),
     "softmax, along axis 1": (lambda x: F.softmax(x, dim=1), [(4, 6, 3)], _normal),
@@ -162,6 +164,19 @@ def test_gelu_kernels_match_the_float64_formula():
         with mg.compiled():
             narrow = F.gelu(mg.tensor(x, dtype=mg.float32), approximate=approximate).data
         np.testing.assert_allclose(narrow, wide, rtol=1e-6, atol=1e-7)
+
+
+@needs_numba
+def test_compiled_layer_norm_keeps_the_digits_of_rows_far_from_zero():
+    """Rows of 1e4 + N(0, 1) in float32: both paths against float64 on the same float32 values; the kernel sums the
+    mean from each row's first value, NumPy's code from 0."""
+    x = (np.random.default_rng(0).standard_normal((64, 32)) + 1e4).astype(np.float32)
+    exact = F.layer_norm(mg.tensor(x.astype(np.float64)), 32).data
+    errors = []
+    for compiled in (False, True):
+        with mg.compiled(compiled):
+            errors.append(np.abs(F.layer_norm(mg.tensor(x), 32).data - exact).max())
+    assert errors[0] > 1e-4 and errors[1] < 1e-5  # NumPy's float32 loses digits here; the kernel keeps them
 
 
 @needs_numba
