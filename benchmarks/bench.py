@@ -55,6 +55,7 @@ DEFAULT_CONFIGS = ["tiny", "small", "medium", "baby", "seed-scale"]
 FRAMEWORKS = {"minigrad": "minigrad", "minigrad-fused": "minigrad fused", "minigrad-compiled": "minigrad compiled",
               "torch": "PyTorch", "torch-sdpa": "PyTorch SDPA"}
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
+DEFAULT_FRAMEWORKS = [fw for fw in FRAMEWORKS if HAS_NUMBA or fw != "minigrad-compiled"]
 PHASES = ("forward", "backward", "optimizer", "step")
 FLOPS_FORMULA = "3 x forward matmul FLOPs; forward = 2*B*T*(12*L*C^2 + V*C) + 4*L*B*T^2*C"
 CEILING_N = 2048
@@ -483,7 +484,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--device", choices=list(backend.DEVICES), default="cpu",
                    help="cuda: both frameworks on the GPU (peak memory is then not measured)")
     p.add_argument("--frameworks", nargs="+", choices=list(FRAMEWORKS),
-                   default=[fw for fw in FRAMEWORKS if HAS_NUMBA or fw != "minigrad-compiled"],
+                   default=DEFAULT_FRAMEWORKS,
                    help="minigrad and the references to time against it (default: all; PyTorch only if installed, "
                         "minigrad compiled only with Numba, the compiled extra)")
     p.add_argument("--steps", type=int, default=None,

@@ -14,7 +14,8 @@ from minigrad.tensor import intercept
 
 TINY = ["--configs", "tiny", "--pairs", "1", "--steps", "2", "--warmup", "1"]
 NO_TORCH = "PyTorch is not installed: pip install 'minigrad[torch]' to run the benchmark against it"
-MINE = ["minigrad", "minigrad-fused"] + ["minigrad-compiled"] * bench.HAS_NUMBA  # the compiled path: with Numba only
+MINE = ["minigrad", "minigrad-fused"]  # the kinds these tests spawn (the compiled kind: tested in-process below)
+REFERENCES = ["--frameworks", *MINE, "torch", "torch-sdpa"]
 
 
 @pytest.mark.parametrize("fused", [False, True], ids=["attention written out", "attention as one node"])
@@ -69,7 +70,7 @@ def test_benchmark_without_torch_reports_minigrad_alone(tmp_path, capsys):
 def test_benchmark_against_torch_in_separate_processes_with_the_same_threads(tmp_path, capsys):
     pytest.importorskip("torch", reason=NO_TORCH)
     out = tmp_path / "bench.json"
-    bench.main([*TINY, "--threads", "1", "--json", str(out)])
+    bench.main([*TINY, *REFERENCES, "--threads", "1", "--json", str(out)])
     (r,) = json.loads(out.read_text())["results"]
     assert list(r["frameworks"]) == [*MINE, "torch", "torch-sdpa"]
     _check_minigrad_result(r, steps=2, pairs=1)
@@ -161,16 +162,30 @@ def test_profile_counts_a_primitive_inside_another_once():
     assert set(timer.seconds) == {("Outer", "forward")}
 
 
+def test_the_compiled_kind_is_a_default_with_numba_and_runs_fused_and_compiled(monkeypatch):
+    assert ("minigrad-compiled" in bench.DEFAULT_FRAMEWORKS) == bench.HAS_NUMBA
+    if not bench.HAS_NUMBA:
+        pytest.skip("Numba is not installed: pip install -e '.[compiled]' to run the compiled kind")
+    from minigrad import kernels
+
+    seen = []
+    monkeypatch.setattr(kernels, "gelu_tanh", lambda *a, _k=kernels.gelu_tanh, **kw: seen.append(1) or _k(*a, **kw))
+    result = bench.worker("minigrad-compiled", "tiny", 2, 1, "cpu", 1)  # in this process: no spawn
+    assert all(result["ms"][phase] > 0 for phase in bench.PHASES) and len(result["step_ms"]) == 2
+    assert seen and not mg.is_compiled_enabled()  # its kernels ran, and the switch is off again
+    profile = bench.profile_primitives("tiny", 1, 0, fused=True, compiled=True)
+    assert any(r["name"] == "ScaledDotProductAttentionFunction" for r in profile["primitives"])
+
+
 def test_profile_command_prints_both_breakdowns(tmp_path, capsys):
     pytest.importorskip("torch", reason=NO_TORCH)
     out = tmp_path / "profile.json"
-    bench.main(["--profile", "--configs", "tiny", "--steps", "1", "--warmup", "0", "--json", str(out)])
+    bench.main(["--profile", "--configs", "tiny", "--steps", "1", "--warmup", "0", *REFERENCES, "--json", str(out)])
     *ours, theirs, sdpa = json.loads(out.read_text())["profiles"]
     assert len(ours) == len(MINE)
     for p in ours:
         assert p["phases_ms"]["step"] > 0 and p["primitives"]
-    for p in ours[1:]:  # fused, and compiled (which is fused too)
-        assert any(r["name"] == "ScaledDotProductAttentionFunction" for r in p["primitives"])
+    assert any(r["name"] == "ScaledDotProductAttentionFunction" for r in ours[1]["primitives"])  # fused
     for p in (theirs, sdpa):
         assert p["clock"] == "CPU" and p["ops"] and p["total_self_ms"] >= sum(op["self_ms"] for op in p["ops"])
     assert any("scaled_dot_product" in op["name"] for op in sdpa["ops"])
