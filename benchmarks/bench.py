@@ -505,6 +505,11 @@ def main(argv: list[str] | None = None) -> None:
         p.error("--frameworks must include minigrad: the references are timed against it")
     if "minigrad-compiled" in args.frameworks and not HAS_NUMBA:
         p.error("--frameworks minigrad-compiled needs Numba: pip install -e '.[compiled]'")
+    if "minigrad-compiled" in args.frameworks and args.device != "cpu":
+        if args.frameworks is not DEFAULT_FRAMEWORKS:  # asked for by name
+            p.error(f"--frameworks minigrad-compiled: the compiled kernels run on the CPU, not on --device "
+                    f"{args.device}")
+        args.frameworks = [fw for fw in args.frameworks if fw != "minigrad-compiled"]
     if min(args.pairs, args.threads, 1 if args.steps is None else args.steps) < 1 or args.warmup < 0:
         p.error(f"--pairs ({args.pairs}), --threads ({args.threads}) and --steps ({args.steps}) must be at least 1, "
                 f"--warmup ({args.warmup}) at least 0")

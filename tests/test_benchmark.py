@@ -177,6 +177,14 @@ def test_the_compiled_kind_is_a_default_with_numba_and_runs_fused_and_compiled(m
     assert any(r["name"] == "ScaledDotProductAttentionFunction" for r in profile["primitives"])
 
 
+def test_the_compiled_kind_is_refused_by_name_off_the_cpu_and_left_out_by_default(capsys):
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--device", "cuda", "--frameworks", "minigrad", "minigrad-compiled"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "minigrad-compiled" in err and ("run on the CPU" in err or "needs Numba" in err)
+
+
 def test_profile_command_prints_both_breakdowns(tmp_path, capsys):
     pytest.importorskip("torch", reason=NO_TORCH)
     out = tmp_path / "profile.json"
