@@ -6,6 +6,8 @@ Shapes: N = all leading dimensions flattened.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 from minigrad import backend
 from minigrad.arrays import (
@@ -96,21 +98,22 @@ def _empty_or_scalar(fn: type[Function], x: Tensor) -> Tensor:
 _GELU_C, _GELU_K = math.sqrt(2 / math.pi), 0.044715
 
 
-class GeluFunction(Function):
-    """y = 0.5 x (1 + tanh(u)),  u = c (x + 0.044715 x^3),  c = sqrt(2 / pi)   (GPT-2's tanh form of GELU)
+class SlopeFunction(Function):
+    """An elementwise y = f(x) whose derivative dy/dx is computed in forward beside y and saved, so that backward is
+    one multiplication, dx = dout * dy/dx. A subclass names its two ways of computing them: `block`, NumPy's, which
+    arrays.in_blocks hands x to block by block while the block is in cache, and `kernel`, the function of
+    minigrad.kernels that compiles the same formula, under mg.compiled() (speed: see docs/performance.md)."""
 
-    dx = dout * dy/dx,  with h = 0.5 (1 + tanh(u)), y = x h:  dy/dx = h + y (1 - h) (2c + 6 * 0.044715 c x^2)
-    (dh/dx = 0.5 (1 - tanh(u)^2) du/dx = 2 h (1 - h) c (1 + 3 * 0.044715 x^2)).
-    dy/dx is computed in forward, in place, block by block while the block is in cache (arrays.in_blocks), and
-    saved instead of x and tanh(u): backward is one multiplication (speed: see docs/performance.md).
-    """
+    block: Callable[[Any, Any, Any], None]
+    kernel: str
 
     def forward(self, x):
+        slope = bool(self.needs_input_grad)  # under no_grad (sampling) nothing needs dy/dx
         kernels = modes.kernels  # minigrad.kernels under mg.compiled() (speed: the same formula compiled), else None
         if kernels and kernels.takes(x):
-            y, self.slope = kernels.gelu_tanh(x, slope=bool(self.needs_input_grad))
-        else:  # under no_grad (sampling) nothing needs dy/dx
-            y, self.slope = in_blocks(_gelu_tanh_block, x, slope=bool(self.needs_input_grad))
+            y, self.slope = getattr(kernels, self.kernel)(x, slope=slope)
+        else:
+            y, self.slope = in_blocks(self.block, x, slope=slope)
         return y
 
     def backward(self, dout):
@@ -136,27 +139,20 @@ def _gelu_tanh_block(x, y, slope) -> None:
         slope += h  # dy/dx
 
 
-_SQRT_HALF = math.sqrt(0.5)
-_ONE_OVER_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+class GeluFunction(SlopeFunction):
+    """y = 0.5 x (1 + tanh(u)),  u = c (x + 0.044715 x^3),  c = sqrt(2 / pi)   (GPT-2's tanh form of GELU)
 
-
-class GeluErfFunction(Function):
-    """y = x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), Phi the standard normal CDF   (the exact GELU)
-
-    dx = dout * dy/dx,  dy/dx = Phi(x) + x phi(x),  phi(x) = exp(-x^2 / 2) / sqrt(2 pi), the normal density.
-    As the tanh form: dy/dx computed in forward block by block and saved, backward one multiplication.
+    dx = dout * dy/dx,  with h = 0.5 (1 + tanh(u)), y = x h:  dy/dx = h + y (1 - h) (2c + 6 * 0.044715 c x^2)
+    (dh/dx = 0.5 (1 - tanh(u)^2) du/dx = 2 h (1 - h) c (1 + 3 * 0.044715 x^2)).
+    dy/dx is computed in forward, in place, in _gelu_tanh_block above, and saved instead of x and tanh(u): backward
+    is one multiplication (SlopeFunction).
     """
 
-    def forward(self, x):
-        kernels = modes.kernels  # minigrad.kernels under mg.compiled() (speed: the same formula compiled), else None
-        if kernels and kernels.takes(x):
-            y, self.slope = kernels.gelu_erf(x, slope=bool(self.needs_input_grad))
-        else:
-            y, self.slope = in_blocks(_gelu_erf_block, x, slope=bool(self.needs_input_grad))
-        return y
+    block, kernel = staticmethod(_gelu_tanh_block), "gelu_tanh"
 
-    def backward(self, dout):
-        return (dout * self.slope,)
+
+_SQRT_HALF = math.sqrt(0.5)
+_ONE_OVER_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 
 def _gelu_erf_block(x, y, slope) -> None:
@@ -173,6 +169,16 @@ def _gelu_erf_block(x, y, slope) -> None:
         slope *= _ONE_OVER_SQRT_2PI  # phi(x)
         slope *= x
         slope += cdf
+
+
+class GeluErfFunction(SlopeFunction):
+    """y = x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), Phi the standard normal CDF   (the exact GELU)
+
+    dx = dout * dy/dx,  dy/dx = Phi(x) + x phi(x),  phi(x) = exp(-x^2 / 2) / sqrt(2 pi), the normal density.
+    As the tanh form: dy/dx computed in forward (_gelu_erf_block above) and saved, backward one multiplication.
+    """
+
+    block, kernel = staticmethod(_gelu_erf_block), "gelu_erf"
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:

@@ -79,12 +79,12 @@ _GELU_C, _GELU_K = F(math.sqrt(2 / math.pi)), F(0.044715)
 
 
 def gelu_erf(x: np.ndarray, slope: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """GeluErfFunction.forward's y and, where `slope`, dy/dx."""
+    """The exact GELU's y and, where `slope`, dy/dx (GeluErfFunction: _gelu_erf_block's formula)."""
     return _elementwise(_gelu_erf, x, slope)
 
 
 def gelu_tanh(x: np.ndarray, slope: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """GeluFunction.forward's y and, where `slope`, dy/dx."""
+    """The tanh GELU's y and, where `slope`, dy/dx (GeluFunction: _gelu_tanh_block's formula)."""
     return _elementwise(_gelu_tanh, x, slope)
 
 

@@ -26,67 +26,58 @@ class LayerNormFunction(Function):
     def forward(self, x, *affine, eps):
         xp = backend.get_array_module(x)
         x2 = as_rows(x)  # (N, C)
-        self.kernels = modes.kernels  # minigrad.kernels under mg.compiled() (speed: the same formulas compiled)
-        if self.kernels and all(self.kernels.takes(a) for a in (x2, *affine)):
-            return self.compiled_forward(x2, *affine, eps=eps).reshape(x.shape)
-        self.kernels = None
-        inv_c = 1 / max(x2.shape[1], 1)  # C = 0: nothing to normalise, y is empty (as in PyTorch)
-        xhat = xp.subtract(x2, row_sums(x2) * inv_c)  # x - mean, (N, C)
-        y = xp.multiply(xhat, xhat)  # the squares, in y's memory until y is computed
-        rstd = row_sums(y)
-        rstd *= inv_c  # var, (N, 1)
-        rstd += eps
-        xp.sqrt(rstd, out=rstd)
-        xp.reciprocal(rstd, out=rstd)  # rstd = 1 / sqrt(var + eps), (N, 1)
-        xhat *= rstd
-        if affine:
-            xp.multiply(xhat, affine[0], out=y)  # (N, C) * (C,)
-            if len(affine) == 2:
-                y += affine[1]
+        w, b = (*affine, None, None)[:2]  # (C,) each, or None
+        kernels = modes.kernels  # minigrad.kernels under mg.compiled() (speed: the same formulas compiled, by rows)
+        self.kernels = kernels if kernels and all(kernels.takes(a) for a in (x2, *affine)) else None  # for backward
+        if self.kernels:
+            y, xhat, rstd = self.kernels.layer_norm_forward(x2, w, b, eps)
         else:
-            y = xhat
-        self.xhat, self.rstd, self.w = xhat, rstd, affine[0] if affine else None
+            inv_c = 1 / max(x2.shape[1], 1)  # C = 0: nothing to normalise, y is empty (as in PyTorch)
+            xhat = xp.subtract(x2, row_sums(x2) * inv_c)  # x - mean, (N, C)
+            y = xp.multiply(xhat, xhat)  # the squares, in y's memory until y is computed
+            rstd = row_sums(y)
+            rstd *= inv_c  # var, (N, 1)
+            rstd += eps
+            xp.sqrt(rstd, out=rstd)
+            xp.reciprocal(rstd, out=rstd)  # rstd = 1 / sqrt(var + eps), (N, 1)
+            xhat *= rstd
+            if w is not None:
+                xp.multiply(xhat, w, out=y)  # (N, C) * (C,)
+                if b is not None:
+                    y += b
+            else:
+                y = xhat
+        self.xhat, self.rstd, self.w = xhat, rstd, w
         return y.reshape(x.shape)
 
     def backward(self, dout):
         xp = backend.get_array_module(dout)
         xhat, d2, w = self.xhat, as_rows(dout), self.w  # (N, C), (N, C), (C,)
+        dw = db = None
         if self.kernels and self.kernels.takes(d2):
-            return self.compiled_backward(d2, dout.shape)
-        inv_c = 1 / max(xhat.shape[1], 1)
-        # in the forward pass this was: y = xhat * w + b
-        tmp = xp.multiply(d2, xhat)
-        if w is not None:
-            dw, db = column_sums(tmp), column_sums(d2)  # (C,) each: summed over the rows
-            dx = xp.multiply(d2, w)  # dxhat, (N, C)
-            xp.multiply(dx, xhat, out=tmp)
+            dx, dw, db = self.kernels.layer_norm_backward(d2, xhat, self.rstd, w)
         else:
-            dx = d2.copy()
-        # and before that: xhat = (x - mean) * rstd, where x enters three ways, one term each:
-        # directly, through mean (N, 1), and through rstd (N, 1)
-        proj = row_sums(tmp)
-        proj *= inv_c  # mean(dxhat * xhat)
-        centre = row_sums(dx)
-        centre *= inv_c  # mean(dxhat)
-        xp.multiply(xhat, proj, out=tmp)
-        tmp += centre
-        dx -= tmp
-        dx *= self.rstd
+            inv_c = 1 / max(xhat.shape[1], 1)
+            # in the forward pass this was: y = xhat * w + b
+            tmp = xp.multiply(d2, xhat)
+            if w is not None:
+                dw, db = column_sums(tmp), column_sums(d2)  # (C,) each: summed over the rows
+                dx = xp.multiply(d2, w)  # dxhat, (N, C)
+                xp.multiply(dx, xhat, out=tmp)
+            else:
+                dx = d2.copy()
+            # and before that: xhat = (x - mean) * rstd, where x enters three ways, one term each:
+            # directly, through mean (N, 1), and through rstd (N, 1)
+            proj = row_sums(tmp)
+            proj *= inv_c  # mean(dxhat * xhat)
+            centre = row_sums(dx)
+            centre *= inv_c  # mean(dxhat)
+            xp.multiply(xhat, proj, out=tmp)
+            tmp += centre
+            dx -= tmp
+            dx *= self.rstd
         dx = dx.reshape(dout.shape)
         return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
-
-    def compiled_forward(self, x2, *affine, eps):
-        """forward's formulas as minigrad.kernels.layer_norm_forward computes them, one row at a time."""
-        w, b = (*affine, None, None)[:2]
-        y, self.xhat, self.rstd = self.kernels.layer_norm_forward(x2, w, b, eps)
-        self.w = w
-        return y
-
-    def compiled_backward(self, d2, shape):
-        """backward's formulas as minigrad.kernels.layer_norm_backward computes them."""
-        dx, dw, db = self.kernels.layer_norm_backward(d2, self.xhat, self.rstd, self.w)
-        dx = dx.reshape(shape)
-        return (dx,) if self.w is None else (dx, dw, db)[: len(self.needs_input_grad)]
 
 
 def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
