@@ -56,7 +56,9 @@ def exp32(x):
     """exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln 2 / 2, ln 2 / 2] (subtracted in two parts,
     ln 2's leading bits exactly), exp(r) = 1 + r + r^2 P(r): within 1.1 ulp of float32 (tests/test_kernels.py);
     0 below -104 (where exp is under float32's smallest number), inf above 88.72, NaN stays NaN."""
-    c = min(max(x, F(-104.0)), F(88.72283))
+    # below -104, where exp is 0, the arithmetic runs on 0 instead: on -104 it would make subnormal numbers,
+    # which the CPU computes some hundred times slower (a causal mask's -inf scores are half of attention's)
+    c = min(x, F(88.72283)) if x >= F(-104.0) else F(0.0)
     n = np.floor(c * _LOG2E + F(0.5))  # a float32 (math.floor's int would turn what follows into float64)
     r = c - n * _LN2_HI
     r = r - n * _LN2_LO
@@ -197,6 +199,40 @@ def _layer_norm_backward_rows(dout, xhat, rstd, w, dx, dw, db):
             for j in range(c):
                 dw[j] += dout[i, j] * xhat[i, j]
                 db[j] += dout[i, j]
+
+
+# ---- attention's weights by rows (sdpa.py's ScaledDotProductAttentionFunction.forward) ----
+
+def attention_weights(s: np.ndarray, hidden: np.ndarray | None, scale: float) -> np.ndarray:
+    """softmax(s * scale) along each row of s (N, S), -inf where hidden (L, S) is True for row r's query r % L
+    (None: no mask), in place; a row that sees no key gets zeros (the forward's NumPy code, step by step)."""
+    _attention_rows(s, hidden, F(scale))
+    return s
+
+
+@jit
+def _attention_rows(s, hidden, scale):
+    n, m = s.shape
+    queries = hidden.shape[0] if hidden is not None else 1
+    for r in range(n):
+        top = F(-math.inf)  # (a NaN score makes its exp and the row's total NaN, so every weight, as in NumPy)
+        for j in range(m):
+            x = s[r, j] * scale
+            if hidden is not None and hidden[r % queries, j]:
+                x = F(-math.inf)
+            s[r, j] = x
+            top = max(top, x)
+        if hidden is not None and top == -math.inf:  # sees no key: exp(-inf - 0) = 0, not NaN
+            top = F(0.0)
+        total = F(0.0)
+        for j in range(m):
+            e = exp32(s[r, j] - top)
+            s[r, j] = e
+            total += e
+        if hidden is not None and total == 0:  # and its weights stay 0 (0 / 1)
+            total = F(1.0)
+        for j in range(m):
+            s[r, j] /= total
 
 
 # ---- softmax's backward by rows (activations.py's SoftmaxFunction, sdpa.py's attention weights) ----

@@ -1,19 +1,27 @@
 """Matrix products: `a @ b` (numpy.matmul semantics, batch dims broadcast) and F.linear (x @ w^T + b, PyTorch's
-weight layout), both computed as one 2-D product over the flattened batch where they can.
+weight layout), both computed by `product`, which arranges each for BLAS.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from minigrad import backend
 from minigrad.arrays import as_rows, unbroadcast
 from minigrad.tensor import Function, Tensor, operands
 
-# ---- the 2-D product both share ----
+# ---- the product all of them share ----
 
-def matmul_2d(a: Any, b: Any) -> Any:
-    """a @ b for a of shape (..., n) and a matrix b (n, m): one (N, n) @ (n, m) product, not one per batch entry."""
-    return (as_rows(a) @ b).reshape(*a.shape[:-1], b.shape[1])
+def product(a: Any, b: Any) -> Any:
+    """a @ b, arranged for BLAS (speed: docs/performance.md measures both choices). For a matrix b (n, m), one
+    (N, n) @ (n, m) product over a's flattened batch, not one per batch entry. For stacked matrices b, on the CPU,
+    b's rows are made contiguous when they are not (b a transposed view, as K^T in attention): NumPy's stacked
+    product takes up to twice as long with such a b as with a copy of it, the copy included."""
+    if b.ndim == 2:
+        return (as_rows(a) @ b).reshape(*a.shape[:-1], b.shape[1])
+    if b.strides[-1] != b.itemsize and backend.device_of(b) == "cpu":
+        b = b.copy()
+    return a @ b
 
 
 # ---- matmul ----
@@ -25,17 +33,17 @@ class MatMul(Function):
         # da needs b and db needs a: keep only what backward will use (x @ W with x constant keeps no W)
         need_a, need_b = self.needs_input_grad or (False, False)
         self.a, self.b, self.a_shape, self.b_shape = (a if need_b else None), (b if need_a else None), a.shape, b.shape
-        return matmul_2d(a, b) if b.ndim == 2 else a @ b  # speed: a matrix b makes one 2-D product
+        return product(a, b)
 
     def backward(self, dout):
         # in the forward pass this was: z = a @ b
         a, b = self.a, self.b
         need_a, need_b = self.needs_input_grad
         if len(self.b_shape) == 2:  # speed: the 2-D product of forward, undone as 2-D products
-            return (matmul_2d(dout, b.T) if need_a else None,
+            return (product(dout, b.T) if need_a else None,
                     as_rows(a).T @ as_rows(dout) if need_b else None)
-        return (unbroadcast(dout @ b.swapaxes(-1, -2), self.a_shape) if need_a else None,
-                unbroadcast(a.swapaxes(-1, -2) @ dout, self.b_shape) if need_b else None)
+        return (unbroadcast(product(dout, b.swapaxes(-1, -2)), self.a_shape) if need_a else None,
+                unbroadcast(product(a.swapaxes(-1, -2), dout), self.b_shape) if need_b else None)
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -66,14 +74,14 @@ class LinearFunction(Function):
     def forward(self, x, w, *b):
         need_x, need_w = (self.needs_input_grad or (False, False))[:2]
         self.x, self.w = (x if need_w else None), (w if need_x else None)  # dx needs w, dw needs x, db neither
-        y = matmul_2d(x, w.T)  # (..., out)
+        y = product(x, w.T)  # (..., out)
         if b:
             y += b[0]
         return y
 
     def backward(self, dout):
         # in the forward pass this was: y = x @ w.T + b, as (..., in) @ (in, out) + (out,); as_rows: (N, in)
-        dx = matmul_2d(dout, self.w) if self.needs_input_grad[0] else None
+        dx = product(dout, self.w) if self.needs_input_grad[0] else None
         dw = as_rows(dout).T @ as_rows(self.x) if self.needs_input_grad[1] else None
         db = (as_rows(dout).sum(axis=0),) if len(self.needs_input_grad) == 3 else ()
         return (dx, dw, *db)

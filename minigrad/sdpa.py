@@ -11,6 +11,7 @@ from typing import Any
 from minigrad import backend
 from minigrad.arrays import as_rows, broadcasts_to, dropout_scale, index_array, row_max, row_sums, unbroadcast
 from minigrad.dtypes import check_float
+from minigrad.matmul import product
 from minigrad.shapes import causal_mask
 from minigrad.tensor import Function, Tensor, modes
 
@@ -28,29 +29,33 @@ class ScaledDotProductAttentionFunction(Function):
 
     def forward(self, q, k, v, *float_mask, hidden, scale, dropout_p):
         xp = backend.get_array_module(q)
-        s = q @ k.swapaxes(-1, -2)  # (..., L, S)
-        s *= scale  # speed: in place here and below: the weights overwrite the scores, one (..., L, S) array
-        if float_mask:
-            s = s + float_mask[0]
-            self.mask_shape = float_mask[0].shape
-        if hidden is not None:
-            xp.copyto(s, xp.asarray(-math.inf, dtype=s.dtype), where=hidden)
-        # each row's largest score; with no keys (S = 0) there is none, and the output is zeros, as in PyTorch
-        # (row_max and row_sums: the fast reductions along a short last axis, as F.softmax's)
-        rows = s.shape[:-1] + (1,)
-        m = row_max(as_rows(s)).reshape(rows) if s.shape[-1] else xp.zeros(rows, dtype=s.dtype)
-        masked = hidden is not None or bool(float_mask)
-        if masked:  # a query that may see no key: its row is all -inf; exp(-inf - 0) = 0, not NaN
-            xp.copyto(m, 0, where=m == -math.inf)
-        p = s
-        p -= m
-        xp.exp(p, out=p)
-        sums = row_sums(as_rows(p)).reshape(rows)
-        if masked:  # and its weights stay 0 (0 / 1), so its output and its gradients are 0, as in PyTorch
-            xp.copyto(sums, 1, where=sums == 0)
-        p /= sums
+        s = product(q, k.swapaxes(-1, -2))  # (..., L, S)
+        kernels = self.kernels = modes.kernels  # minigrad.kernels under mg.compiled(), kept for backward
+        if kernels and kernels.takes(s) and not float_mask and (hidden is None or hidden.shape == s.shape[-2:]):
+            # speed: compiled, row by row, each row's steps below in one pass over it
+            p = kernels.attention_weights(as_rows(s), hidden, scale).reshape(s.shape)
+        else:
+            s *= scale  # speed: in place here and below: the weights overwrite the scores, one (..., L, S) array
+            if float_mask:
+                s = s + float_mask[0]
+                self.mask_shape = float_mask[0].shape
+            if hidden is not None:
+                xp.copyto(s, xp.asarray(-math.inf, dtype=s.dtype), where=hidden)
+            # each row's largest score; with no keys (S = 0) there is none, and the output is zeros, as in PyTorch
+            # (row_max and row_sums: the fast reductions along a short last axis, as F.softmax's)
+            rows = s.shape[:-1] + (1,)
+            m = row_max(as_rows(s)).reshape(rows) if s.shape[-1] else xp.zeros(rows, dtype=s.dtype)
+            masked = hidden is not None or bool(float_mask)
+            if masked:  # a query that may see no key: its row is all -inf; exp(-inf - 0) = 0, not NaN
+                xp.copyto(m, 0, where=m == -math.inf)
+            p = s
+            p -= m
+            xp.exp(p, out=p)
+            sums = row_sums(as_rows(p)).reshape(rows)
+            if masked:  # and its weights stay 0 (0 / 1), so its output and its gradients are 0, as in PyTorch
+                xp.copyto(sums, 1, where=sums == 0)
+            p /= sums
         self.q, self.k, self.v, self.p, self.scale, self.drop = q, k, v, p, scale, None
-        self.kernels = modes.kernels  # minigrad.kernels under mg.compiled(), for backward
         if dropout_p:
             self.drop = dropout_scale(p, dropout_p)
             return (p * self.drop) @ v
@@ -62,7 +67,7 @@ class ScaledDotProductAttentionFunction(Function):
         # in the forward pass this was: out = softmax(q @ k^T * scale + mask) @ v
         weights = p if drop is None else p * drop  # D, what multiplied V in forward
         dv = unbroadcast(weights.swapaxes(-1, -2) @ dout, v.shape) if need_v else None
-        dp = dout @ v.swapaxes(-1, -2)  # dD
+        dp = product(dout, v.swapaxes(-1, -2))  # dD
         if drop is not None:
             dp *= drop  # dP = dD * keep / (1 - p)
         kernels = self.kernels  # minigrad.kernels if forward ran under mg.compiled() (speed: compiled, by rows)

@@ -130,6 +130,15 @@ CASES = {  # name: (fn, input shapes, input values)
     "softmax, corners": (F.softmax, [(6, 11)], _corners),
     "attention, causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
                           [(2, 3, 9, 4)] * 3, _normal),
+    "attention, no mask": (F.scaled_dot_product_attention, [(2, 3, 9, 4), (2, 3, 7, 4), (2, 3, 7, 5)], _normal),
+    "attention, causal, fewer queries than keys": (
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        [(2, 5, 4), (2, 9, 4), (2, 9, 3)], _normal),
+    "attention, causal, corners": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                                   [(3, 11, 2)] * 3, _corners),
+    "attention, broadcast batch axes": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                                        [(2, 3, 6, 4), (1, 3, 6, 4), (2, 1, 6, 4)], _normal),
+    "attention, no keys": (F.scaled_dot_product_attention, [(2, 3, 4), (2, 0, 4), (2, 0, 4)], _normal),
     "attention, a query that sees no key": (
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=np.tril(np.ones((9, 9), bool), -1)),
         [(2, 3, 9, 4)] * 3, _normal),
@@ -271,7 +280,8 @@ def test_every_kernel_runs_in_a_training_step_under_compiled_backward_included(m
     from models import GPT, GPTConfig
 
     calls = []
-    for name in ("gelu_erf", "gelu_tanh", "layer_norm_forward", "layer_norm_backward", "softmax_backward", "adam"):
+    for name in ("gelu_erf", "gelu_tanh", "layer_norm_forward", "layer_norm_backward", "attention_weights",
+                 "softmax_backward", "adam"):
         kernel = getattr(kernels, name)
         monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name, **kw: calls.append(_n) or _k(*a, **kw))
     mg.manual_seed(0)
@@ -285,8 +295,9 @@ def test_every_kernel_runs_in_a_training_step_under_compiled_backward_included(m
         with mg.compiled():
             opt.step()
     assert set(calls) == {"gelu_erf" if gelu == "none" else "gelu_tanh", "layer_norm_forward", "layer_norm_backward",
-                          "softmax_backward", "adam"}
+                          "attention_weights", "softmax_backward", "adam"}
     assert calls.count("softmax_backward") == 2 * 2  # each layer's attention weights, on both paths
+    assert calls.count("attention_weights") == 2  # each layer's, in one node (SDPA)
 
 
 @needs_numba
