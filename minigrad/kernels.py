@@ -46,6 +46,23 @@ def _float_with_bits(typingctx, i):
     return types.float32(types.int32), codegen
 
 
+@intrinsic
+def _bits_of_float(typingctx, x):
+    """The int32 whose 32 bits are those of the float32 x."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.int32(types.float32), codegen
+
+
+@numba.njit(inline="always")
+def _flip(b):
+    """A float32's bits b (an int32) with the 31 low ones flipped where the sign bit is set: as integers these
+    order as the floats do (a more negative float, a smaller integer); flipping again gives b back. A row's max
+    taken over them is an integer max, which the compiler turns into vector instructions (a float max, which must
+    keep NaN, it does not)."""
+    return b ^ ((b >> 31) & np.int32(0x7FFFFFFF))
+
+
 _LOG2E, _LN2_HI, _LN2_LO = F(1.4426950408889634), F(0.693359375), F(-2.12194440e-4)  # ln 2 = hi + lo
 _EXP_P = tuple(F(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
                               1.6666665459e-1, 5.0000001201e-1))  # Cephes' expf, highest power first
@@ -215,24 +232,29 @@ def _attention_rows(s, hidden, scale):
     n, m = s.shape
     queries = hidden.shape[0] if hidden is not None else 1
     for r in range(n):
-        top = F(-math.inf)  # (a NaN score makes its exp and the row's total NaN, so every weight, as in NumPy)
-        for j in range(m):
-            x = s[r, j] * scale
-            if hidden is not None and hidden[r % queries, j]:
-                x = F(-math.inf)
-            s[r, j] = x
-            top = max(top, x)
-        if hidden is not None and top == -math.inf:  # sees no key: exp(-inf - 0) = 0, not NaN
-            top = F(0.0)
+        # the row's max, as _flip orders floats (a NaN score has a NaN exp, so the row's total and every weight
+        # are NaN, as in NumPy, whatever the max)
+        row, top = s[r], np.int32(-2**31)
+        if hidden is None:
+            for j in range(m):
+                row[j] *= scale
+                top = max(top, _flip(_bits_of_float(row[j])))
+        else:
+            hide = hidden[r % queries]
+            for j in range(m):
+                row[j] = F(-math.inf) if hide[j] else row[j] * scale
+                top = max(top, _flip(_bits_of_float(row[j])))
+        most = _float_with_bits(_flip(top))
+        if hidden is not None and most == -math.inf:  # sees no key: exp(-inf - 0) = 0, not NaN
+            most = F(0.0)
         total = F(0.0)
         for j in range(m):
-            e = exp32(s[r, j] - top)
-            s[r, j] = e
-            total += e
+            row[j] = exp32(row[j] - most)
+            total += row[j]
         if hidden is not None and total == 0:  # and its weights stay 0 (0 / 1)
             total = F(1.0)
         for j in range(m):
-            s[r, j] /= total
+            row[j] /= total
 
 
 # ---- softmax's backward by rows (activations.py's SoftmaxFunction, sdpa.py's attention weights) ----
