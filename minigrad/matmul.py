@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from minigrad import backend
-from minigrad.arrays import as_rows, unbroadcast
+from minigrad.arrays import as_rows, column_sums, unbroadcast
 from minigrad.tensor import Function, Tensor, operands
 
 # ---- the product all of them share ----
@@ -83,7 +83,7 @@ class LinearFunction(Function):
         # in the forward pass this was: y = x @ w.T + b, as (..., in) @ (in, out) + (out,); as_rows: (N, in)
         dx = product(dout, self.w) if self.needs_input_grad[0] else None
         dw = as_rows(dout).T @ as_rows(self.x) if self.needs_input_grad[1] else None
-        db = (as_rows(dout).sum(axis=0),) if len(self.needs_input_grad) == 3 else ()
+        db = (column_sums(as_rows(dout)),) if len(self.needs_input_grad) == 3 else ()
         return (dx, dw, *db)
 
 
