@@ -154,8 +154,8 @@ def is_fused_enabled() -> bool:
 
 
 class compiled(_Switch):
-    """`with mg.compiled():` the Functions that have a compiled kernel (minigrad.kernels: GELU, layer norm, the
-    backward of F.softmax and of attention's weights, Adam(W)(fused=True)'s step) run it on float32 CPU arrays instead
+    """`with mg.compiled():` the Functions that have a compiled kernel (minigrad.kernels: GELU, layer norm, attention's
+    weights and their backward, F.softmax's backward, Adam(W)(fused=True)'s step) run it on float32 CPU arrays instead
     of their NumPy code, chosen in forward (and kept for backward); the optional extra `pip install -e '.[compiled]'`
     (Numba) must be installed. mg.compiled(False) turns it off again."""
 
@@ -910,7 +910,13 @@ def _run_backward(op: str, outputs: Sequence[Tensor], gradients: Sequence[Any], 
             for counter, seen, array_id in node.versions:  # an array this node saved, written in place since?
                 if counter[0] != seen:
                     _refuse_modified(node, counter, seen, array_id)
-            for parent, dx in zip(node.parents, _input_grads(node, dout), strict=True):
+            dxs = _input_grads(node, dout)
+            seen, shared = set(), set()  # arrays handed to two inputs (or one and a view of it): neither's to add into
+            for dx in dxs:  # a plain loop: no comprehension joins the walk (test_layout)
+                if dx is not None:
+                    root = id(dx if getattr(dx, "base", None) is None else dx.base)
+                    (shared if root in seen else seen).add(root)
+            for parent, dx in zip(node.parents, dxs, strict=True):
                 if parent is None or dx is None:
                     continue
                 dx = _array(dx)
@@ -921,13 +927,17 @@ def _run_backward(op: str, outputs: Sequence[Tensor], gradients: Sequence[Any], 
                         + ("; the gradient of an input that forward broadcast is summed back to its shape "
                            "(arrays.unbroadcast)" if dx.shape != parent.shape else "")
                     )
-                fresh = dx is not dout and dx.base is None  # speed: ours to add into (not dout, nor a view of it)
+                # speed: ours to add into: not dout, nor a view of it, nor handed to another input as well
+                fresh = dx is not dout and dx.base is None and id(dx) not in shared
                 if id(parent) not in grads:
                     grads[id(parent)] = (dx, fresh)
                     continue
                 total, owned = grads[id(parent)]
                 if owned:
                     total += dx  # speed: in place, as this array is ours (not a new array per extra use)
+                elif fresh:
+                    dx += total  # speed: into dx, ours too (the same sum: addition commutes exactly)
+                    grads[id(parent)] = (dx, True)
                 else:
                     grads[id(parent)] = (_array(total + dx), True)
             if not retain_graph:

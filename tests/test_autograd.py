@@ -201,6 +201,30 @@ def test_leaf_grads_do_not_alias(rand) -> None:
     np.testing.assert_array_equal(grad(b), b_before)
 
 
+class _SameArrayTwice(mg.Function):
+    """y = a + b, whose backward hands one new array to both inputs (or, view=True, the array and a view of it)."""
+
+    def forward(self, a, b, view=False):
+        self.view_of_it = view
+        return a + b
+
+    def backward(self, dout):
+        g = dout * 1.0
+        return g, (g[...] if self.view_of_it else g)
+
+
+@pytest.mark.parametrize("view", [False, True], ids=["one array", "an array and its view"])
+@pytest.mark.parametrize("order", range(4))
+def test_a_gradient_handed_to_two_inputs_is_added_into_by_neither(order, view, device) -> None:
+    """The engine adds a later gradient into an array a backward gave it only where no other input got it too."""
+    a, b = (mg.tensor(np.ones(3), requires_grad=True, device=device) for _ in range(2))
+    both = _SameArrayTwice.apply(a, b, view=view)
+    z = [both + a * 3, a * 3 + both, both + b * 3 + a * 5, (a * 5 + b * 3) + both][order]
+    z.backward(np.ones(3))
+    np.testing.assert_array_equal(grad(a), np.full(3, [4, 4, 6, 6][order]))
+    np.testing.assert_array_equal(grad(b), np.full(3, [1, 1, 4, 4][order]))
+
+
 def test_leaf_grad_is_not_the_root_gradient(rand, device) -> None:
     x = rand(2, 3)
     g = mg.tensor(np.ones((2, 3)), dtype=mg.float64, device=device)
