@@ -177,6 +177,42 @@ def test_matmul_of_vectors_and_zero_sizes_matches_torch(a_shape, b_shape) -> Non
     np.testing.assert_allclose(grad(b), tb.grad.numpy(), **TOL)
 
 
+# second operands as attention makes them, by views in the graph: a transposed view (K^T), a broadcast one (one
+# key for many heads), a transposed view of a broadcast one, (1, 1) matrices, no rows (matmul.product copies the
+# ones whose rows are not contiguous). Each: a's shape, b's leaf shape, the view in minigrad, the same in NumPy,
+# and how its gradient goes back to the leaf (transposed back, summed over the broadcast axis)
+_T = lambda x: x.swapaxes(-1, -2)  # noqa: E731
+VIEW_CASES = {
+    "transposed": ((2, 3, 5, 4), (2, 3, 6, 4), lambda b: b.transpose(-1, -2), _T, _T),
+    "broadcast batch": ((2, 3, 5, 4), (1, 3, 4, 6), lambda b: b.expand(2, 3, 4, 6),
+                        lambda b: np.broadcast_to(b, (2, 3, 4, 6)), lambda g: g.sum(axis=0, keepdims=True)),
+    "transposed broadcast": ((2, 3, 5, 4), (3, 6, 4), lambda b: b.expand(2, 3, 6, 4).transpose(-1, -2),
+                             lambda b: _T(np.broadcast_to(b, (2, 3, 6, 4))), lambda g: _T(g).sum(axis=0)),
+    "1 x 1": ((4, 5, 1), (4, 1, 1), lambda b: b.transpose(-1, -2), _T, _T),
+    "no rows": ((2, 0, 4), (2, 6, 4), lambda b: b.transpose(-1, -2), _T, _T),
+}
+
+
+@pytest.mark.parametrize("case", list(VIEW_CASES))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_stacked_products_of_views_equal_numpy_s(case, dtype, device) -> None:
+    """The product and both gradients (dA = dZ B^T, dB = A^T dZ, taken back to b's leaf) of a second operand that
+    is a view, against NumPy's float64 matmul."""
+    a_shape, b_shape, view, np_view, np_back = VIEW_CASES[case]
+    rng = np.random.default_rng(0)
+    an, bn = rng.standard_normal(a_shape).astype(dtype), rng.standard_normal(b_shape).astype(dtype)
+    a, b = mg.tensor(an, requires_grad=True, device=device), mg.tensor(bn, requires_grad=True, device=device)
+    out = a @ view(b)
+    dout = rng.standard_normal(out.shape).astype(dtype)
+    out.backward(dout)
+    a64, b64 = an.astype(np.float64), np_view(bn.astype(np.float64))
+    tol = TOL if dtype == np.float64 else {"rtol": 1e-5, "atol": 1e-5}
+    np.testing.assert_allclose(out.numpy(), a64 @ b64, **tol)
+    np.testing.assert_allclose(grad(a), dout @ _T(b64), **tol)
+    assert grad(b).shape == b_shape and grad(b).dtype == dtype
+    np.testing.assert_allclose(grad(b), np_back(_T(a64) @ dout), **tol)
+
+
 @pytest.mark.parametrize("x_shape, w_shape", [((0, 3), (2, 3)), ((4, 0), (2, 0)), ((2, 0, 3), (5, 3))])
 def test_linear_with_zero_sizes(x_shape, w_shape, device) -> None:
     x, w = mg.zeros(x_shape, requires_grad=True, device=device), mg.ones(w_shape, requires_grad=True, device=device)
