@@ -911,11 +911,11 @@ def _run_backward(op: str, outputs: Sequence[Tensor], gradients: Sequence[Any], 
                 if counter[0] != seen:
                     _refuse_modified(node, counter, seen, array_id)
             dxs = _input_grads(node, dout)
-            seen, shared = set(), set()  # arrays handed to two inputs (or one and a view of it): neither's to add into
+            handed, shared = set(), set()  # arrays handed to two inputs (or one and its view): neither's to add into
             for dx in dxs:  # a plain loop: no comprehension joins the walk (test_layout)
                 if dx is not None:
                     root = id(dx if getattr(dx, "base", None) is None else dx.base)
-                    (shared if root in seen else seen).add(root)
+                    (shared if root in handed else handed).add(root)
             for parent, dx in zip(node.parents, dxs, strict=True):
                 if parent is None or dx is None:
                     continue
