@@ -234,6 +234,9 @@ def test_where_no_kernel_applies_the_numpy_code_runs_bit_for_bit():
     cases = [
         (mg.tensor(wide, dtype=mg.float64), lambda x: F.layer_norm(F.gelu(x), 16)),  # float64: no kernel
         (mg.tensor(wide, dtype=mg.float32).transpose(0, 2), F.gelu),  # a view that is not C-contiguous
+        (mg.tensor(wide, dtype=mg.float64), lambda x: F.scaled_dot_product_attention(x, x, x, is_causal=True)),
+        (mg.tensor(wide, dtype=mg.float32),  # a boolean mask with a batch axis: attention's weights in NumPy
+         lambda x: F.scaled_dot_product_attention(x, x, x, attn_mask=np.tril(np.ones((4, 6, 6), bool)))),
     ]
     for x, fn in cases:
         plain = fn(x).data
