@@ -235,6 +235,7 @@ def _attention_rows(s, hidden, scale):
         # the row's max, as _flip orders floats (a NaN score has a NaN exp, so the row's total and every weight
         # are NaN, as in NumPy, whatever the max)
         row, top = s[r], np.int32(-2**31)
+        # two loops, not one asking `hidden is None` per element: that one was not vectorised (1.8 against 0.4 ms)
         if hidden is None:
             for j in range(m):
                 row[j] *= scale

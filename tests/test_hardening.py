@@ -181,7 +181,10 @@ def test_matmul_of_vectors_and_zero_sizes_matches_torch(a_shape, b_shape) -> Non
 # key for many heads), a transposed view of a broadcast one, (1, 1) matrices, no rows (matmul.product copies the
 # ones whose rows are not contiguous). Each: a's shape, b's leaf shape, the view in minigrad, the same in NumPy,
 # and how its gradient goes back to the leaf (transposed back, summed over the broadcast axis)
-_T = lambda x: x.swapaxes(-1, -2)  # noqa: E731
+def _T(x):
+    return x.swapaxes(-1, -2)
+
+
 VIEW_CASES = {
     "transposed": ((2, 3, 5, 4), (2, 3, 6, 4), lambda b: b.transpose(-1, -2), _T, _T),
     "broadcast batch": ((2, 3, 5, 4), (1, 3, 4, 6), lambda b: b.expand(2, 3, 4, 6),
