@@ -14,7 +14,11 @@ which the compiler turns into vector instructions, 8 or 16 elements at a time.
 
 from __future__ import annotations
 
+import ctypes
 import math
+import os
+import threading
+from typing import Any
 
 import numba
 import numpy as np
@@ -22,13 +26,36 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from minigrad import backend
+from minigrad import backend, runtime
 
 F = np.float32
 FASTMATH = {"contract", "reassoc", "nsz", "arcp"}  # fused multiply-add and reordered sums; inf and NaN keep meaning
 # error_model="numpy": x / 0 is inf, as in NumPy, not a ZeroDivisionError checked for at every division (a check
 # that keeps the compiler from vector instructions); cache: compiled once, into __pycache__, then loaded
 jit = numba.njit(fastmath=FASTMATH, error_model="numpy", cache=True)
+
+# Numba's threads: OpenMP's or TBB's, which two Python threads may both launch kernels on ("threadsafe"; Numba's
+# own fallback, "workqueue", ends the process then), unless NUMBA_THREADING_LAYER chooses
+if "NUMBA_THREADING_LAYER" not in os.environ:
+    numba.config.THREADING_LAYER = "threadsafe"
+
+
+@numba.njit(parallel=True, cache=True)
+def _first_launch(n):
+    total = 0
+    for i in numba.prange(n):
+        total += i
+    return total
+
+
+try:
+    _first_launch(2)
+    THREADED = numba.threading_layer() in ("omp", "tbb")
+except ValueError:  # neither is installed (OpenMP's library is missing): the kernels run on one thread
+    THREADED = False
+# pjit: a loop over numba.prange is spread over the threads (`take_cores` below); without them, a plain loop, not
+# cached (Numba's cache does not tell the two apart)
+pjit = numba.njit(fastmath=FASTMATH, error_model="numpy", cache=THREADED, parallel=THREADED)
 
 
 def takes(a: np.ndarray) -> bool:
@@ -114,11 +141,11 @@ def _elementwise(kernel, x: np.ndarray, slope: bool) -> tuple[np.ndarray, np.nda
     return y, s
 
 
-@jit
+@pjit
 def _gelu_erf(x, y, slope):
     """y = x Phi(x), Phi(x) = 0.5 erfc(-x / sqrt 2), erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2) for z >= 0
     (backend.erfc's formula), erfc(-z) = 2 - erfc(z);  slope = Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi)."""
-    for i in range(x.size):
+    for i in numba.prange(x.size):
         v = x[i]
         z = abs(v) * _SQRT_HALF
         t = F(1.0) / (F(1.0) + F(0.5) * z)
@@ -132,11 +159,11 @@ def _gelu_erf(x, y, slope):
             slope[i] = cdf + v * exp32(F(-0.5) * v * v) * _ONE_OVER_SQRT_2PI
 
 
-@jit
+@pjit
 def _gelu_tanh(x, y, slope):
     """y = x h, h = 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)), u = c (x + 0.044715 x^3);
     slope = h + y (1 - h) (2c + 6 * 0.044715 c x^2)."""
-    for i in range(x.size):
+    for i in numba.prange(x.size):
         v = x[i]
         v2 = v * v
         h = F(1.0) / (F(1.0) + exp32(F(-2.0) * _GELU_C * v * (F(1.0) + _GELU_K * v2)))
@@ -161,11 +188,11 @@ def layer_norm_backward(dout: np.ndarray, xhat: np.ndarray, rstd: np.ndarray, w:
     """dx, dw and db (None without w) of LayerNormFunction.backward for rows dout (N, C)."""
     dx = np.empty_like(dout)
     dw, db = (None, None) if w is None else (np.empty_like(w), np.empty_like(w))
-    _layer_norm_backward_rows(dout, xhat, rstd, w, dx, dw, db)
+    _layer_norm_backward_rows(dout, xhat, rstd, w, dx, dw, db, min(numba.get_num_threads(), max(len(dout), 1)))
     return dx, dw, db
 
 
-@jit
+@pjit
 def _layer_norm_rows(x, w, b, eps, y, xhat, rstd):
     """Each row of x (N, C): xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps), y = xhat * w + b (w, b: (C,)
     or None, y then xhat itself); rstd (N, 1). x - mean is computed as (x - x0) - mean(x - x0), x0 the row's first
@@ -173,7 +200,7 @@ def _layer_norm_rows(x, w, b, eps, y, xhat, rstd):
     float64; tests/test_kernels.py)."""
     n, c = x.shape
     inv_c, eps = F(1.0) / F(max(c, 1)), F(eps)
-    for i in range(n):
+    for i in numba.prange(n):
         shift = x[i, 0] if c else F(0.0)
         mean = F(0.0)  # of x - shift
         for j in range(c):
@@ -193,29 +220,36 @@ def _layer_norm_rows(x, w, b, eps, y, xhat, rstd):
                 y[i, j] = xhat[i, j] * w[j] + (b[j] if b is not None else F(0.0))
 
 
-@jit
-def _layer_norm_backward_rows(dout, xhat, rstd, w, dx, dw, db):
+@pjit
+def _layer_norm_backward_rows(dout, xhat, rstd, w, dx, dw, db, blocks):
     """Each row: dxhat = dout * w (dout without w), dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat));
-    with w, dw = sum over the rows of dout * xhat and db = sum of dout (dw, db: (C,), written)."""
+    with w, dw = sum over the rows of dout * xhat and db = sum of dout (dw, db: (C,), written): each of `blocks`
+    blocks of rows (one a thread) is summed into a row of its own, then the blocks' sums are added."""
     n, c = dout.shape
     inv_c = F(1.0) / F(max(c, 1))
-    if w is not None:
-        dw[:], db[:] = F(0.0), F(0.0)
-    for i in range(n):
-        centre, proj = F(0.0), F(0.0)
-        for j in range(c):
-            g = dout[i, j] * w[j] if w is not None else dout[i, j]
-            dx[i, j] = g
-            centre += g
-            proj += g * xhat[i, j]
-        centre *= inv_c
-        proj *= inv_c
-        for j in range(c):
-            dx[i, j] = (dx[i, j] - centre - xhat[i, j] * proj) * rstd[i, 0]
-        if w is not None:
+    dw_blocks, db_blocks = np.zeros((blocks, c), F), np.zeros((blocks, c), F)
+    for block in numba.prange(blocks):
+        for i in range(n * block // blocks, n * (block + 1) // blocks):
+            centre, proj = F(0.0), F(0.0)
             for j in range(c):
-                dw[j] += dout[i, j] * xhat[i, j]
-                db[j] += dout[i, j]
+                g = dout[i, j] * w[j] if w is not None else dout[i, j]
+                dx[i, j] = g
+                centre += g
+                proj += g * xhat[i, j]
+            centre *= inv_c
+            proj *= inv_c
+            for j in range(c):
+                dx[i, j] = (dx[i, j] - centre - xhat[i, j] * proj) * rstd[i, 0]
+            if w is not None:
+                for j in range(c):
+                    dw_blocks[block, j] += dout[i, j] * xhat[i, j]
+                    db_blocks[block, j] += dout[i, j]
+    if w is not None:
+        for j in range(c):
+            dw[j], db[j] = F(0.0), F(0.0)
+            for block in range(blocks):
+                dw[j] += dw_blocks[block, j]
+                db[j] += db_blocks[block, j]
 
 
 # ---- attention's weights by rows (sdpa.py's ScaledDotProductAttentionFunction.forward) ----
@@ -227,11 +261,11 @@ def attention_weights(s: np.ndarray, hidden: np.ndarray | None, scale: float) ->
     return s
 
 
-@jit
+@pjit
 def _attention_rows(s, hidden, scale):
     n, m = s.shape
     queries = hidden.shape[0] if hidden is not None else 1
-    for r in range(n):
+    for r in numba.prange(n):
         # the row's max, as _flip orders floats (a NaN score has a NaN exp, so the row's total and every weight
         # are NaN, as in NumPy, whatever the max)
         row, top = s[r], np.int32(-2**31)
@@ -266,10 +300,10 @@ def softmax_backward(dout: np.ndarray, y: np.ndarray, out: np.ndarray) -> np.nda
     return out
 
 
-@jit
+@pjit
 def _softmax_backward_rows(dout, y, out):
     n, m = dout.shape
-    for r in range(n):
+    for r in numba.prange(n):
         dot = F(0.0)
         for j in range(m):
             dot += dout[r, j] * y[r, j]
@@ -290,12 +324,147 @@ def adam(p: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, lr: float, 
                    F(eps * root), F(lr * root / (1 - b1 ** t)), F(shrink), F(l2), maximize)
 
 
-@jit
+@pjit
 def _adam_elements(p, g, m, v, rest1, b2, rest2, eps, step, shrink, l2, maximize):
-    for i in range(p.size):
+    for i in numba.prange(p.size):
         gi = -g[i] if maximize else g[i]
         gi += l2 * p[i]
         mi = m[i] + rest1 * (gi - m[i])  # rest1 = 1 - b1, rest2 = 1 - b2
         vi = b2 * v[i] + rest2 * gi * gi
         m[i], v[i] = mi, vi
         p[i] = p[i] * shrink - step * (mi / (math.sqrt(vi) + eps))
+
+
+# ---- the cores, and matrix products on them (matmul.py's product) ----
+# NumPy's BLAS keeps a pool of threads of its own, whose workers spin on the other cores for a while after each
+# product: a kernel's second thread then waits for a core (docs/performance.md). So under mg.compiled() the BLAS
+# runs on one thread, and `product` makes the threads of the kernels (Numba's) share its products out: one BLAS
+# call per thread, on a block of rows, or on some of a stack of matrices. The kernels and the products then take
+# turns on the same threads.
+
+def _numpy_blas() -> tuple[Any, int]:
+    """NumPy's OpenBLAS (threadpoolctl's controller for it) and the address of its cblas_sgemm with 64-bit
+    integers (NumPy's wheels), or (None, 0) for another BLAS: its products stay NumPy's, and the kernels one
+    thread."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None, 0
+    blas = ThreadpoolController().select(internal_api="openblas")
+    for lib in blas.lib_controllers:
+        for name in ("scipy_cblas_sgemm64_", "cblas_sgemm64_"):
+            sgemm = getattr(ctypes.CDLL(lib.filepath), name, None)
+            if sgemm is not None:
+                return blas, ctypes.cast(sgemm, ctypes.c_void_p).value
+    return None, 0
+
+
+_BLAS, _SGEMM = _numpy_blas() if THREADED else (None, 0)
+_cores_lock, _cores_taken, _blas_limit = threading.Lock(), 0, None
+
+
+def take_cores() -> None:
+    """mg.compiled()'s entry: NumPy's BLAS on one thread, the kernels on runtime.threads() (until give_cores;
+    calls nest). Process-wide, as the BLAS's setting is: NumPy's own products are single-threaded meanwhile."""
+    global _cores_taken, _blas_limit
+    with _cores_lock:
+        if _cores_taken == 0 and _SGEMM:
+            _blas_limit = _BLAS.limit(limits=1)
+        _cores_taken += 1
+    numba.set_num_threads(min(runtime.threads(), numba.config.NUMBA_NUM_THREADS) if _SGEMM else 1)
+
+
+def give_cores() -> None:
+    """mg.compiled()'s exit: the BLAS's threads as take_cores found them, once the last taker is out."""
+    global _cores_taken, _blas_limit
+    with _cores_lock:
+        _cores_taken -= 1
+        if _cores_taken == 0 and _blas_limit is not None:
+            _blas_limit.restore_original_limits()
+            _blas_limit = None
+
+
+def multiplies(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether `product` takes a @ b: float32 arrays in the CPU's memory, b a matrix (K, N), or both stacks of
+    matrices with the same batch axes, and NumPy's OpenBLAS found."""
+    return bool(_SGEMM) and isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype == F \
+        and a.ndim >= 1 and (b.ndim == 2 or (a.ndim == b.ndim and a.shape[:-2] == b.shape[:-2]))
+
+
+def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b, as NumPy's (a (..., M, K) or (..., K) rows against b (K, N); or stacks (..., M, K) @ (..., K, N)),
+    each matrix handed to BLAS as it lies in memory, or transposed (a view such as K^T is read, not copied)."""
+    if b.ndim == 2:
+        rows = a.reshape(1, -1, a.shape[-1]) if a.shape[-1] else np.empty((1, math.prod(a.shape[:-1]), 0), F)
+        return _products(rows, b[None]).reshape(*a.shape[:-1], b.shape[1])
+    n = math.prod(a.shape[:-2])
+    out = _products(a.reshape(n, *a.shape[-2:]), b.reshape(n, *b.shape[-2:]))
+    return out.reshape(*a.shape[:-2], *out.shape[1:])
+
+
+_ROW_MAJOR, _AS_IS, _TRANSPOSED = 101, 111, 112  # CBLAS's constants
+
+
+def _layout(m: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """(m, how BLAS reads each matrix of the stack m (n, R, C), its leading dimension): as is, or transposed
+    where m is a transposed view; copied first where neither fits."""
+    step = m.itemsize
+    _, rows, cols = m.shape
+    if m.strides[2] == step and m.strides[1] % step == 0 and m.strides[1] >= step * max(cols, 1):
+        return m, _AS_IS, m.strides[1] // step
+    if m.strides[1] == step and m.strides[2] % step == 0 and m.strides[2] >= step * max(rows, 1):
+        return m, _TRANSPOSED, m.strides[2] // step
+    m = np.ascontiguousarray(m)
+    return m, _AS_IS, max(cols, 1)
+
+
+def _products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The stacks a (n, M, K) @ b (n or 1, K, N) -> (n, M, N), b's one matrix used for every a."""
+    n, M, K = a.shape
+    N = b.shape[2]
+    out = np.empty((n, M, N), F)
+    if out.size == 0:
+        return out
+    if K == 0:
+        out[...] = 0
+        return out
+    a, how_a, lda = _layout(a)
+    b, how_b, ldb = _layout(b)
+    blocks = max(1, min(M // 32, -(-numba.get_num_threads() // n)))  # blocks of rows, so that every thread has work
+    _sgemms(_SGEMM, how_a, how_b, blocks, a, lda, b, ldb, out)
+    return out
+
+
+@intrinsic
+def _sgemm(typingctx, address, how_a, how_b, m, n, k, a, lda, b, ldb, c, ldc):
+    """cblas_sgemm(row-major, how_a, how_b, m, n, k, 1, a, lda, b, ldb, 0, c, ldc) at `address` (its 64-bit
+    integer interface), pointers as integers: c = op(a) op(b)."""
+    i32, i64, f32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
+    ptr = f32.as_pointer()
+    fn_type = ir.FunctionType(ir.VoidType(), [i32, i32, i32, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, i64])
+
+    def codegen(context, builder, signature, args):
+        address, how_a, how_b, m, n, k, a, lda, b, ldb, c, ldc = args
+        fn = builder.inttoptr(address, fn_type.as_pointer())
+        how_a, how_b = builder.trunc(how_a, i32), builder.trunc(how_b, i32)  # CBLAS's enums are C ints
+        a, b, c = (builder.inttoptr(v, ptr) for v in (a, b, c))
+        one, zero = ir.Constant(f32, 1.0), ir.Constant(f32, 0.0)
+        builder.call(fn, [ir.Constant(i32, _ROW_MAJOR), how_a, how_b, m, n, k, one, a, lda, b, ldb, zero, c, ldc])
+        return context.get_dummy_value()
+    return types.void(*[types.int64] * 12), codegen
+
+
+@pjit
+def _sgemms(address, how_a, how_b, blocks, a, lda, b, ldb, out):
+    """out[i] = op(a[i]) op(b[i]) (b[0] for every i where b holds one matrix), each product in `blocks` blocks of
+    rows: n * blocks BLAS calls spread over the threads (pointers as integers, 4 bytes a float)."""
+    n, M, N = out.shape
+    K = b.shape[1]
+    a_step = a.strides[0] // 4 if n > 1 else 0
+    b_step = b.strides[0] // 4 if b.shape[0] > 1 else 0
+    for w in numba.prange(n * blocks):
+        i, part = w // blocks, w % blocks
+        first, last = M * part // blocks, M * (part + 1) // blocks
+        row = first * lda if how_a == _AS_IS else first  # where row `first` of op(a) starts in a
+        _sgemm(address, how_a, how_b, last - first, N, K, a.ctypes.data + 4 * (i * a_step + row), lda,
+               b.ctypes.data + 4 * i * b_step, ldb, out.ctypes.data + 4 * (i * M + first) * N, N)

@@ -58,15 +58,15 @@ class ScaledDotProductAttentionFunction(Function):
         self.q, self.k, self.v, self.p, self.scale, self.drop = q, k, v, p, scale, None
         if dropout_p:
             self.drop = dropout_scale(p, dropout_p)
-            return (p * self.drop) @ v
-        return p @ v
+            return product(p * self.drop, v)
+        return product(p, v)
 
     def backward(self, dout):
         q, k, v, p, scale, drop = self.q, self.k, self.v, self.p, self.scale, self.drop
         need_q, need_k, need_v, *need_mask = self.needs_input_grad
         # in the forward pass this was: out = softmax(q @ k^T * scale + mask) @ v
         weights = p if drop is None else p * drop  # D, what multiplied V in forward
-        dv = unbroadcast(weights.swapaxes(-1, -2) @ dout, v.shape) if need_v else None
+        dv = unbroadcast(product(weights.swapaxes(-1, -2), dout), v.shape) if need_v else None
         dp = product(dout, v.swapaxes(-1, -2))  # dD
         if drop is not None:
             dp *= drop  # dP = dD * keep / (1 - p)
@@ -76,8 +76,8 @@ class ScaledDotProductAttentionFunction(Function):
         else:
             ds = dp - row_sums(as_rows(dp * p)).reshape(dp.shape[:-1] + (1,))
             ds *= p
-        dq = unbroadcast((ds @ k) * scale, q.shape) if need_q else None
-        dk = unbroadcast((ds.swapaxes(-1, -2) @ q) * scale, k.shape) if need_k else None
+        dq = unbroadcast(product(ds, k) * scale, q.shape) if need_q else None
+        dk = unbroadcast(product(ds.swapaxes(-1, -2), q) * scale, k.shape) if need_k else None
         if not need_mask:
             return dq, dk, dv
         return dq, dk, dv, unbroadcast(ds, self.mask_shape) if need_mask[0] else None

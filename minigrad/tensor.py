@@ -171,6 +171,16 @@ class compiled(_Switch):
                               f"(or pip install numba): {e}") from None
         super().__init__(kernels)
 
+    def __enter__(self) -> None:
+        super().__enter__()
+        if self.value is not None:  # the cores are the kernels' (and the matrix products run on their threads)
+            self.value.take_cores()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.value is not None:
+            self.value.give_cores()
+        super().__exit__(*exc)
+
 
 def is_compiled_enabled() -> bool:
     return modes.kernels is not None

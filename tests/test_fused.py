@@ -108,11 +108,13 @@ def _nodes(module, x):
     return seen
 
 
-@pytest.mark.parametrize("n_kv_heads, dropout", [(None, 0.0), (2, 0.0), (None, 0.3)],
-                         ids=["heads", "grouped key/value heads", "dropout"])
-def test_attention_as_one_node_equals_the_steps_written_out(n_kv_heads, dropout, device):
+@pytest.mark.parametrize("n_kv_heads, dropout, bias", [(None, 0.0, True), (2, 0.0, True), (None, 0.3, True),
+                                                       (2, 0.0, False)],
+                         ids=["heads", "grouped key/value heads", "dropout", "grouped heads, no biases"])
+def test_attention_as_one_node_equals_the_steps_written_out(n_kv_heads, dropout, bias, device):
+    """Under mg.fused() both of its choices: Q, K and V from one product (qkv), and the one SDPA node."""
     mg.manual_seed(0)
-    attn = MultiHeadSelfAttention(16, 4, dropout=dropout, n_kv_heads=n_kv_heads).to(mg.float64).to(device)
+    attn = MultiHeadSelfAttention(16, 4, dropout=dropout, bias=bias, n_kv_heads=n_kv_heads).to(mg.float64).to(device)
     x = mg.tensor(np.random.default_rng(0).standard_normal((3, 7, 16)), dtype=mg.float64, device=device,
                   requires_grad=True)
     dout = np.random.default_rng(1).standard_normal((3, 7, 16))

@@ -142,6 +142,11 @@ CASES = {  # name: (fn, input shapes, input values)
     "attention, a query that sees no key": (
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=np.tril(np.ones((9, 9), bool), -1)),
         [(2, 3, 9, 4)] * 3, _normal),
+    "matmul, a matrix b": (lambda a, b: a @ b, [(3, 40, 9), (9, 70)], _normal),
+    "matmul, stacks, b transposed": (lambda a, b: a @ b.transpose(-1, -2), [(2, 3, 5, 7), (2, 3, 4, 7)], _normal),
+    "matmul, a vector": (lambda a, b: a @ b, [(7,), (7, 3)], _normal),
+    "matmul, broadcast batch axes": (lambda a, b: a @ b, [(2, 3, 5, 7), (3, 7, 4)], _normal),
+    "linear": (lambda x, w, b: F.linear(x, w, b), [(4, 33, 16), (24, 16), (24,)], _normal),
     "attention, a float mask, dropout": (
         lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, dropout_p=0.3),
         [(2, 3, 9, 4)] * 3 + [(9, 9)], _normal),
@@ -162,6 +167,52 @@ def test_each_kernel_equals_the_numpy_code_it_compiles(case):
         finite = np.isfinite(p)
         np.testing.assert_allclose(c[finite], p[finite], rtol=2e-5, atol=2e-6 * np.abs(p[finite]).max(initial=1),
                                    err_msg=f"{case}: {name}")
+
+
+@needs_numba
+@pytest.mark.skipif(kernels is not None and not kernels.multiplies(np.ones((1, 1), np.float32),
+                                                                   np.ones((1, 1), np.float32)),
+                    reason="kernels.product needs NumPy's OpenBLAS and a thread-safe Numba threading layer")
+def test_the_products_on_the_kernels_threads_equal_numpy_s():
+    """Each layout BLAS can read as it lies (a matrix, or a transposed view) and those it cannot (copied first),
+    stacks of matrices, a vector, empty sizes and no inner dimension: kernels.product is numpy.matmul."""
+    rng = np.random.default_rng(5)
+
+    def arr(*shape):
+        return rng.standard_normal(shape).astype(np.float32)
+
+    cases = [(arr(70, 33), arr(33, 9)), (arr(33, 70).T, arr(33, 9)), (arr(70, 33), arr(9, 33).T),
+             (arr(4, 5, 33), arr(33, 9)), (arr(33,), arr(33, 9)), (arr(70, 66)[:, ::2], arr(33, 9)),
+             (arr(2, 3, 40, 8), arr(2, 3, 8, 40)), (arr(2, 3, 8, 40).swapaxes(-1, -2), arr(2, 3, 8, 40)),
+             (arr(2, 3, 40, 8), arr(2, 3, 40, 8).swapaxes(-1, -2)), (arr(3, 2, 40, 8).swapaxes(0, 1), arr(2, 3, 8, 5)),
+             (arr(0, 5), arr(5, 3)), (arr(4, 0), arr(0, 3)), (arr(4, 5), arr(5, 0)), (arr(1, 1), arr(1, 1))]
+    with mg.compiled():
+        for a, b in cases:
+            assert kernels.multiplies(a, b)
+            got, want = kernels.product(a, b), a @ b
+            assert got.shape == want.shape and got.dtype == np.float32, (a.shape, b.shape)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"{a.shape} @ {b.shape}")
+    # what it leaves to NumPy: float64, batch axes that broadcast, a scalar
+    assert not kernels.multiplies(arr(3, 4).astype(np.float64), arr(4, 2).astype(np.float64))
+    assert not kernels.multiplies(arr(2, 3, 4), arr(1, 4, 2))
+
+
+@needs_numba
+def test_inside_compiled_numpy_s_blas_runs_on_one_thread_and_gets_its_threads_back():
+    threadpoolctl = pytest.importorskip("threadpoolctl", reason="threadpoolctl reads the BLAS's threads")
+    if not kernels.THREADED or not kernels.multiplies(np.ones((1, 1), np.float32), np.ones((1, 1), np.float32)):
+        pytest.skip("no thread-safe Numba threading layer or no OpenBLAS here: the BLAS keeps its threads")
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["internal_api"] == "openblas"]
+
+    before = blas_threads()
+    with mg.compiled():
+        assert blas_threads() == [1] * len(before)
+        with mg.compiled():  # nested: still one, and the inner exit gives nothing back yet
+            pass
+        assert blas_threads() == [1] * len(before)
+    assert blas_threads() == before
 
 
 @needs_numba
@@ -284,7 +335,7 @@ def test_every_kernel_runs_in_a_training_step_under_compiled_backward_included(m
 
     calls = []
     for name in ("gelu_erf", "gelu_tanh", "layer_norm_forward", "layer_norm_backward", "attention_weights",
-                 "softmax_backward", "adam"):
+                 "softmax_backward", "adam", "product"):
         kernel = getattr(kernels, name)
         monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name, **kw: calls.append(_n) or _k(*a, **kw))
     mg.manual_seed(0)
@@ -297,8 +348,9 @@ def test_every_kernel_runs_in_a_training_step_under_compiled_backward_included(m
         loss.backward()
         with mg.compiled():
             opt.step()
+    products = {"product"} if kernels.multiplies(np.ones((1, 1), np.float32), np.ones((1, 1), np.float32)) else set()
     assert set(calls) == {"gelu_erf" if gelu == "none" else "gelu_tanh", "layer_norm_forward", "layer_norm_backward",
-                          "attention_weights", "softmax_backward", "adam"}
+                          "attention_weights", "softmax_backward", "adam"} | products
     assert calls.count("softmax_backward") == 2 * 2  # each layer's attention weights, on both paths
     assert calls.count("attention_weights") == 2  # each layer's, in one node (SDPA)
 
