@@ -15,6 +15,7 @@ which the compiler turns into vector instructions, 8 or 16 elements at a time.
 from __future__ import annotations
 
 import ctypes
+import importlib.metadata
 import math
 import os
 import threading
@@ -359,19 +360,46 @@ def _numpy_blas() -> tuple[Any, int]:
     return None, 0
 
 
-_BLAS, _SGEMM = _numpy_blas() if THREADED else (None, 0)
-_cores_lock, _cores_taken, _blas_limit = threading.Lock(), 0, None
+def _mkl_sgemm() -> int:
+    """The address of MKL's cblas_sgemm with 64-bit integers, MKL set to run each call on the thread that makes
+    it, where the optional extra `mkl` is installed (PyPI's mkl package); else 0."""
+    try:
+        files = importlib.metadata.files("mkl") or []
+    except importlib.metadata.PackageNotFoundError:
+        return 0
+    for file in files:
+        if file.name.startswith(("libmkl_rt.so", "mkl_rt")) and not file.name.endswith(".lib"):
+            try:
+                mkl = ctypes.CDLL(str(file.locate()))
+            except OSError:
+                continue
+            mkl.MKL_Set_Threading_Layer(1)  # MKL_THREADING_SEQUENTIAL: the kernels' threads are the threads
+            return ctypes.cast(mkl.cblas_sgemm_64, ctypes.c_void_p).value
+    return 0
+
+
+_BLAS, _OPENBLAS = _numpy_blas() if THREADED else (None, 0)
+# the cblas_sgemm (64-bit integers) of each BLAS found, by name; and whose kernels.product calls (None: the products
+# stay NumPy's). speed: MKL's, where the extra is installed: some 15% faster than OpenBLAS's on a transformer's skinny
+# shapes (docs/performance.md). NumPy's OpenBLAS is the one set to a thread inside mg.compiled() either way.
+SGEMMS = {name: address for name, address in (("OpenBLAS", _OPENBLAS), ("MKL", _OPENBLAS and _mkl_sgemm()))
+          if address}
+PRODUCTS = "MKL" if "MKL" in SGEMMS else "OpenBLAS" if SGEMMS else None
+_cores_lock, _cores_taken, _blas_limit, _threads = threading.Lock(), 0, None, 1
 
 
 def take_cores() -> None:
-    """mg.compiled()'s entry: NumPy's BLAS on one thread, the kernels on runtime.threads() (until give_cores;
-    calls nest). Process-wide, as the BLAS's setting is: NumPy's own products are single-threaded meanwhile."""
-    global _cores_taken, _blas_limit
+    """mg.compiled()'s entry: NumPy's BLAS on one thread, the kernels on as many as the BLAS had (at most
+    runtime.threads(); OPENBLAS_NUM_THREADS and runtime.share_cores count), until give_cores; calls nest.
+    Process-wide, as the BLAS's setting is: NumPy's own products are single-threaded meanwhile."""
+    global _cores_taken, _blas_limit, _threads
     with _cores_lock:
-        if _cores_taken == 0 and _SGEMM:
+        if _cores_taken == 0 and _BLAS is not None:
+            blas = min(lib.num_threads for lib in _BLAS.lib_controllers)
+            _threads = max(1, min(blas, runtime.threads(), numba.config.NUMBA_NUM_THREADS))
             _blas_limit = _BLAS.limit(limits=1)
         _cores_taken += 1
-    numba.set_num_threads(min(runtime.threads(), numba.config.NUMBA_NUM_THREADS) if _SGEMM else 1)
+    numba.set_num_threads(_threads)
 
 
 def give_cores() -> None:
@@ -386,9 +414,10 @@ def give_cores() -> None:
 
 def multiplies(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether `product` takes a @ b: float32 arrays in the CPU's memory, b a matrix (K, N), or both stacks of
-    matrices with the same batch axes, and NumPy's OpenBLAS found."""
-    return bool(_SGEMM) and isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype == F \
-        and a.ndim >= 1 and (b.ndim == 2 or (a.ndim == b.ndim and a.shape[:-2] == b.shape[:-2]))
+    matrices with the same batch axes, and a BLAS found (PRODUCTS)."""
+    return (PRODUCTS is not None and isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+            and a.dtype == b.dtype == F and a.ndim >= 1
+            and (b.ndim == 2 or (a.ndim == b.ndim and a.shape[:-2] == b.shape[:-2])))
 
 
 def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -431,7 +460,7 @@ def _products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a, how_a, lda = _layout(a)
     b, how_b, ldb = _layout(b)
     blocks = max(1, min(M // 32, -(-numba.get_num_threads() // n)))  # blocks of rows, so that every thread has work
-    _sgemms(_SGEMM, how_a, how_b, blocks, a, lda, b, ldb, out)
+    _sgemms(SGEMMS[PRODUCTS], how_a, how_b, blocks, a, lda, b, ldb, out)
     return out
 
 

@@ -170,12 +170,15 @@ def test_each_kernel_equals_the_numpy_code_it_compiles(case):
 
 
 @needs_numba
-@pytest.mark.skipif(kernels is not None and not kernels.multiplies(np.ones((1, 1), np.float32),
-                                                                   np.ones((1, 1), np.float32)),
-                    reason="kernels.product needs NumPy's OpenBLAS and a thread-safe Numba threading layer")
-def test_the_products_on_the_kernels_threads_equal_numpy_s():
+@pytest.mark.parametrize("blas", ["OpenBLAS", "MKL"])
+def test_the_products_on_the_kernels_threads_equal_numpy_s(blas, monkeypatch):
     """Each layout BLAS can read as it lies (a matrix, or a transposed view) and those it cannot (copied first),
-    stacks of matrices, a vector, empty sizes and no inner dimension: kernels.product is numpy.matmul."""
+    stacks of matrices, a vector, empty sizes and no inner dimension: kernels.product is numpy.matmul, with the
+    sgemm of each BLAS it may call."""
+    if blas not in kernels.SGEMMS:
+        pytest.skip(f"{blas}'s sgemm is not here: OpenBLAS needs NumPy's wheel and a thread-safe Numba threading layer "
+                    "(OpenMP or TBB); MKL the extra, pip install -e '.[mkl]'")
+    monkeypatch.setattr(kernels, "PRODUCTS", blas)
     rng = np.random.default_rng(5)
 
     def arr(*shape):
@@ -200,7 +203,7 @@ def test_the_products_on_the_kernels_threads_equal_numpy_s():
 @needs_numba
 def test_inside_compiled_numpy_s_blas_runs_on_one_thread_and_gets_its_threads_back():
     threadpoolctl = pytest.importorskip("threadpoolctl", reason="threadpoolctl reads the BLAS's threads")
-    if not kernels.THREADED or not kernels.multiplies(np.ones((1, 1), np.float32), np.ones((1, 1), np.float32)):
+    if "OpenBLAS" not in kernels.SGEMMS:
         pytest.skip("no thread-safe Numba threading layer or no OpenBLAS here: the BLAS keeps its threads")
 
     def blas_threads():
@@ -348,7 +351,7 @@ def test_every_kernel_runs_in_a_training_step_under_compiled_backward_included(m
         loss.backward()
         with mg.compiled():
             opt.step()
-    products = {"product"} if kernels.multiplies(np.ones((1, 1), np.float32), np.ones((1, 1), np.float32)) else set()
+    products = {"product"} if kernels.PRODUCTS else set()
     assert set(calls) == {"gelu_erf" if gelu == "none" else "gelu_tanh", "layer_norm_forward", "layer_norm_backward",
                           "attention_weights", "softmax_backward", "adam"} | products
     assert calls.count("softmax_backward") == 2 * 2  # each layer's attention weights, on both paths
