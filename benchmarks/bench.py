@@ -276,6 +276,15 @@ def worker(kind: str, name: str, steps: int, warmup: int, device: str, threads: 
     """One measurement, in the process that runs it: the result as a JSON-able dict."""
     if kind == "versions":
         info = {"numpy": np.__version__, "blas": blas_threads()}
+        try:  # whose sgemm the compiled path's products call (the extras compiled and mkl), on how many threads
+            from minigrad import kernels
+
+            with mg.compiled():
+                threads = kernels.numba.get_num_threads()
+            info["compiled_products"] = (f"{kernels.PRODUCTS}'s sgemm on {threads} threads" if kernels.PRODUCTS
+                                         else "NumPy's")
+        except ImportError:
+            pass
         try:
             import torch
         except ImportError:
@@ -405,7 +414,8 @@ def print_header(args: argparse.Namespace, versions: dict[str, Any]) -> None:
             f"OMP/OPENBLAS/MKL_NUM_THREADS={args.threads} in every process and torch.set_num_threads({args.threads});\n"
             "     minigrad = the code on the page, with train.py's allocator setting (runtime.py: no code path);\n"
             "     minigrad fused = the same with every speed option on (mg.fused() and AdamW(fused=True));\n"
-            "     minigrad compiled = fused, and the compiled kernels (mg.compiled(), the optional extra: Numba);\n"
+            "     minigrad compiled = fused, and the compiled kernels (mg.compiled(), the optional extra: Numba), "
+            f"products: {versions.get('compiled_products', '-')};\n"
             "     PyTorch = eager, written-out attention (models/torch_reference.py); "
             "PyTorch SDPA = eager with F.scaled_dot_product_attention")
     if args.profile:
