@@ -422,36 +422,42 @@ def multiplies(a: np.ndarray, b: np.ndarray) -> bool:
 
 def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a @ b, as NumPy's (a (..., M, K) or (..., K) rows against b (K, N); or stacks (..., M, K) @ (..., K, N)),
-    each matrix handed to BLAS as it lies in memory, or transposed (a view such as K^T is read, not copied)."""
+    each matrix handed to BLAS as it lies in memory, or transposed: a view such as attention's heads (B, nh, T, hs)
+    of a (B, T, C) array, or its K^T, is read where it is, not copied."""
     if b.ndim == 2:
-        rows = a.reshape(1, -1, a.shape[-1]) if a.shape[-1] else np.empty((1, math.prod(a.shape[:-1]), 0), F)
-        return _products(rows, b[None]).reshape(*a.shape[:-1], b.shape[1])
-    n = math.prod(a.shape[:-2])
-    out = _products(a.reshape(n, *a.shape[-2:]), b.reshape(n, *b.shape[-2:]))
-    return out.reshape(*a.shape[:-2], *out.shape[1:])
+        rows = a.reshape(1, 1, -1, a.shape[-1]) if a.shape[-1] else np.empty((1, 1, math.prod(a.shape[:-1]), 0), F)
+        return _products(rows, b[None, None]).reshape(*a.shape[:-1], b.shape[1])
+    out = _products(_four_axes(a), _four_axes(b))
+    return out.reshape(*a.shape[:-1], b.shape[-1])
+
+
+def _four_axes(m: np.ndarray) -> np.ndarray:
+    """A stack (..., R, C) as (n1, n2, R, C): (1, 1, R, C) for a matrix, and so on; more batch axes are merged into
+    the first (a copy where their strides do not allow a view)."""
+    return m.reshape((1,) * (4 - m.ndim) + m.shape) if m.ndim <= 4 else m.reshape(-1, *m.shape[-3:])
 
 
 _ROW_MAJOR, _AS_IS, _TRANSPOSED = 101, 111, 112  # CBLAS's constants
 
 
 def _layout(m: np.ndarray) -> tuple[np.ndarray, int, int]:
-    """(m, how BLAS reads each matrix of the stack m (n, R, C), its leading dimension): as is, or transposed
+    """(m, how BLAS reads each matrix of the stack m (n1, n2, R, C), its leading dimension): as is, or transposed
     where m is a transposed view; copied first where neither fits."""
     step = m.itemsize
-    _, rows, cols = m.shape
-    if m.strides[2] == step and m.strides[1] % step == 0 and m.strides[1] >= step * max(cols, 1):
-        return m, _AS_IS, m.strides[1] // step
-    if m.strides[1] == step and m.strides[2] % step == 0 and m.strides[2] >= step * max(rows, 1):
-        return m, _TRANSPOSED, m.strides[2] // step
+    rows, cols = m.shape[2:]
+    if m.strides[3] == step and m.strides[2] % step == 0 and m.strides[2] >= step * max(cols, 1):
+        return m, _AS_IS, m.strides[2] // step
+    if m.strides[2] == step and m.strides[3] % step == 0 and m.strides[3] >= step * max(rows, 1):
+        return m, _TRANSPOSED, m.strides[3] // step
     m = np.ascontiguousarray(m)
     return m, _AS_IS, max(cols, 1)
 
 
 def _products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The stacks a (n, M, K) @ b (n or 1, K, N) -> (n, M, N), b's one matrix used for every a."""
-    n, M, K = a.shape
-    N = b.shape[2]
-    out = np.empty((n, M, N), F)
+    """The stacks a (n1, n2, M, K) @ b (n1, n2, K, N) -> (n1, n2, M, N), b's batch axes of size 1 broadcast."""
+    n1, n2, M, K = a.shape
+    N = b.shape[3]
+    out = np.empty((n1, n2, M, N), F)
     if out.size == 0:
         return out
     if K == 0:
@@ -459,7 +465,7 @@ def _products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return out
     a, how_a, lda = _layout(a)
     b, how_b, ldb = _layout(b)
-    blocks = max(1, min(M // 32, -(-numba.get_num_threads() // n)))  # blocks of rows, so that every thread has work
+    blocks = max(1, min(M // 32, -(-numba.get_num_threads() // (n1 * n2))))  # blocks of rows: every thread has work
     _sgemms(SGEMMS[PRODUCTS], how_a, how_b, blocks, a, lda, b, ldb, out)
     return out
 
@@ -485,15 +491,15 @@ def _sgemm(typingctx, address, how_a, how_b, m, n, k, a, lda, b, ldb, c, ldc):
 
 @pjit
 def _sgemms(address, how_a, how_b, blocks, a, lda, b, ldb, out):
-    """out[i] = op(a[i]) op(b[i]) (b[0] for every i where b holds one matrix), each product in `blocks` blocks of
-    rows: n * blocks BLAS calls spread over the threads (pointers as integers, 4 bytes a float)."""
-    n, M, N = out.shape
-    K = b.shape[1]
-    a_step = a.strides[0] // 4 if n > 1 else 0
-    b_step = b.strides[0] // 4 if b.shape[0] > 1 else 0
-    for w in numba.prange(n * blocks):
-        i, part = w // blocks, w % blocks
+    """out[i, j] = op(a[i, j]) op(b[i, j]) (b's axes of size 1 broadcast), each product in `blocks` blocks of rows:
+    n1 * n2 * blocks BLAS calls spread over the threads (pointers as integers, 4 bytes a float)."""
+    n1, n2, M, N = out.shape
+    K = b.shape[2]
+    a1, a2 = a.strides[0] // 4 if n1 > 1 else 0, a.strides[1] // 4 if n2 > 1 else 0
+    b1, b2 = b.strides[0] // 4 if b.shape[0] > 1 else 0, b.strides[1] // 4 if b.shape[1] > 1 else 0
+    for w in numba.prange(n1 * n2 * blocks):
+        i, j, part = w // (n2 * blocks), w // blocks % n2, w % blocks
         first, last = M * part // blocks, M * (part + 1) // blocks
         row = first * lda if how_a == _AS_IS else first  # where row `first` of op(a) starts in a
-        _sgemm(address, how_a, how_b, last - first, N, K, a.ctypes.data + 4 * (i * a_step + row), lda,
-               b.ctypes.data + 4 * i * b_step, ldb, out.ctypes.data + 4 * (i * M + first) * N, N)
+        _sgemm(address, how_a, how_b, last - first, N, K, a.ctypes.data + 4 * (i * a1 + j * a2 + row), lda,
+               b.ctypes.data + 4 * (i * b1 + j * b2), ldb, out.ctypes.data + 4 * (((i * n2 + j) * M + first) * N), N)

@@ -188,6 +188,8 @@ def test_the_products_on_the_kernels_threads_equal_numpy_s(blas, monkeypatch):
              (arr(4, 5, 33), arr(33, 9)), (arr(33,), arr(33, 9)), (arr(70, 66)[:, ::2], arr(33, 9)),
              (arr(2, 3, 40, 8), arr(2, 3, 8, 40)), (arr(2, 3, 8, 40).swapaxes(-1, -2), arr(2, 3, 8, 40)),
              (arr(2, 3, 40, 8), arr(2, 3, 40, 8).swapaxes(-1, -2)), (arr(3, 2, 40, 8).swapaxes(0, 1), arr(2, 3, 8, 5)),
+             (arr(2, 40, 24)[..., 8:16].reshape(2, 40, 2, 4).swapaxes(1, 2), arr(2, 2, 4, 40)),  # heads of a view
+             (arr(2, 2, 3, 5, 7), arr(2, 2, 3, 7, 4)),
              (arr(0, 5), arr(5, 3)), (arr(4, 0), arr(0, 3)), (arr(4, 5), arr(5, 0)), (arr(1, 1), arr(1, 1))]
     with mg.compiled():
         for a, b in cases:
