@@ -109,14 +109,16 @@ class SlopeFunction(Function):
 
     def forward(self, x):
         slope = bool(self.needs_input_grad)  # under no_grad (sampling) nothing needs dy/dx
-        kernels = modes.kernels  # minigrad.kernels under mg.compiled() (speed: the same formula compiled), else None
-        if kernels and kernels.takes(x):
+        kernels = self.kernels = modes.kernels  # minigrad.kernels under mg.compiled() (speed: the same formula
+        if kernels and kernels.takes(x):  # compiled), else None; kept for backward
             y, self.slope = getattr(kernels, self.kernel)(x, slope=slope)
         else:
             y, self.slope = in_blocks(self.block, x, slope=slope)
         return y
 
     def backward(self, dout):
+        if self.kernels and self.kernels.takes(dout) and self.kernels.takes(self.slope):  # speed: on every core
+            return (self.kernels.multiply(dout, self.slope),)
         return (dout * self.slope,)
 
 

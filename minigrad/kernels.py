@@ -173,6 +173,19 @@ def _gelu_tanh(x, y, slope):
             slope[i] = h + v * h * (F(1.0) - h) * (F(2.0) * _GELU_C + F(6.0) * _GELU_K * _GELU_C * v2)
 
 
+def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a * b for arrays of one shape (SlopeFunction.backward's dout * dy/dx), spread over the threads."""
+    out = np.empty_like(a)
+    _multiply(a.reshape(-1), b.reshape(-1), out.reshape(-1))
+    return out
+
+
+@pjit
+def _multiply(a, b, out):
+    for i in numba.prange(a.size):
+        out[i] = a[i] * b[i]
+
+
 # ---- layer norm, row by row (normalization.py's LayerNormFunction) ----
 
 def layer_norm_forward(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float

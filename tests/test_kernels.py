@@ -340,7 +340,7 @@ def test_every_kernel_runs_in_a_training_step_under_compiled_backward_included(m
 
     calls = []
     for name in ("gelu_erf", "gelu_tanh", "layer_norm_forward", "layer_norm_backward", "attention_weights",
-                 "softmax_backward", "adam", "product"):
+                 "softmax_backward", "adam", "product", "multiply"):
         kernel = getattr(kernels, name)
         monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name, **kw: calls.append(_n) or _k(*a, **kw))
     mg.manual_seed(0)
@@ -355,7 +355,7 @@ def test_every_kernel_runs_in_a_training_step_under_compiled_backward_included(m
             opt.step()
     products = {"product"} if kernels.PRODUCTS else set()
     assert set(calls) == {"gelu_erf" if gelu == "none" else "gelu_tanh", "layer_norm_forward", "layer_norm_backward",
-                          "attention_weights", "softmax_backward", "adam"} | products
+                          "attention_weights", "softmax_backward", "adam", "multiply"} | products
     assert calls.count("softmax_backward") == 2 * 2  # each layer's attention weights, on both paths
     assert calls.count("attention_weights") == 2  # each layer's, in one node (SDPA)
 
