@@ -109,8 +109,8 @@ class SlopeFunction(Function):
 
     def forward(self, x):
         slope = bool(self.needs_input_grad)  # under no_grad (sampling) nothing needs dy/dx
-        kernels = self.kernels = modes.kernels  # minigrad.kernels under mg.compiled() (speed: the same formula
-        if kernels and kernels.takes(x):  # compiled), else None; kept for backward
+        kernels = self.kernels = modes.kernels  # minigrad.kernels under mg.compiled() (speed: compiled), else None
+        if kernels and kernels.takes(x):
             y, self.slope = getattr(kernels, self.kernel)(x, slope=slope)
         else:
             y, self.slope = in_blocks(self.block, x, slope=slope)

@@ -202,7 +202,7 @@ def layer_norm_backward(dout: np.ndarray, xhat: np.ndarray, rstd: np.ndarray, w:
     """dx, dw and db (None without w) of LayerNormFunction.backward for rows dout (N, C)."""
     dx = np.empty_like(dout)
     dw, db = (None, None) if w is None else (np.empty_like(w), np.empty_like(w))
-    _layer_norm_backward_rows(dout, xhat, rstd, w, dx, dw, db, min(numba.get_num_threads(), max(len(dout), 1)))
+    _layer_norm_backward_rows(dout, xhat, rstd, w, dx, dw, db, min(_threads, max(len(dout), 1)))
     return dx, dw, db
 
 
@@ -478,7 +478,7 @@ def _products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return out
     a, how_a, lda = _layout(a)
     b, how_b, ldb = _layout(b)
-    blocks = max(1, min(M // 32, -(-numba.get_num_threads() // (n1 * n2))))  # blocks of rows: every thread has work
+    blocks = max(1, min(M // 32, -(-_threads // (n1 * n2))))  # blocks of rows, so that every thread has work
     _sgemms(SGEMMS[PRODUCTS], how_a, how_b, blocks, a, lda, b, ldb, out)
     return out
 

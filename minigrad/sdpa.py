@@ -12,7 +12,7 @@ from minigrad import backend
 from minigrad.arrays import as_rows, broadcasts_to, dropout_scale, index_array, row_max, row_sums, unbroadcast
 from minigrad.dtypes import check_float
 from minigrad.matmul import product
-from minigrad.shapes import causal_mask
+from minigrad.shapes import future_keys
 from minigrad.tensor import Function, Tensor, modes
 
 # ---- scaled dot-product attention ----
@@ -119,7 +119,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             raise ValueError(f"{op}: pass attn_mask or is_causal=True, not both")
         if L > S:
             raise ValueError(f"{op}: is_causal with {L} queries and only {S} keys: the first queries would see no key")
-        hidden = causal_mask(L, S, dtype=query.dtype, device=query.device).data < 0  # True: a key in the future
+        hidden = future_keys(L, S, query.device)  # True: a key in the future
     elif attn_mask is not None:
         hidden, float_mask = _mask(op, attn_mask, query, scores)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale

@@ -5,6 +5,7 @@ by index), and F.causal_mask. Their backward passes move gradients back to where
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -481,8 +482,18 @@ def causal_mask(T: int, T_k: int | None = None, *, dtype: DType = float32, devic
     if dtype.kind != "f":
         raise TypeError(f"causal_mask: the mask holds -inf, so its dtype must be floating point, got {dtype}")
     xp = backend.module_for(device)
+    return Tensor.wrap(xp.where(future_keys(T, T_k, device), dtype.type(-math.inf), dtype.type(0)))
+
+
+@functools.lru_cache(maxsize=32)
+def future_keys(T: int, T_k: int, device: str) -> Any:
+    """(T, T_k) booleans, True where key j lies in query i's future, j > i + T_k - T (causal_mask's -inf), read-only:
+    made once per shape (speed: attention asks for it in every layer of every step)."""
+    xp = backend.module_for(device)
     future = xp.triu(xp.ones((T, T_k), dtype=bool), k=T_k - T + 1)  # key j later than query i, at i + T_k - T
-    return Tensor.wrap(xp.where(future, dtype.type(-math.inf), dtype.type(0)))
+    if device == "cpu":
+        future.flags.writeable = False
+    return future
 
 
 # ---- gather ----

@@ -338,6 +338,19 @@ def test_sdpa_with_the_projects_causal_mask_is_causal_attention(rand) -> None:
     assert not np.allclose(moved.numpy()[..., 3, :], with_mask.numpy()[..., 3, :])
 
 
+def test_the_future_keys_are_made_once_per_shape_and_cannot_be_written() -> None:
+    """The cached triangle attention reads in every layer: the same array each time, read-only, so that no caller
+    can change the mask of the next one; and causal_mask's -inf lie exactly on it."""
+    from minigrad.shapes import future_keys
+
+    first = future_keys(3, 5, "cpu")
+    assert first is future_keys(3, 5, "cpu")
+    np.testing.assert_array_equal(first, np.arange(5)[None, :] > np.arange(3)[:, None] + 2)
+    with pytest.raises(ValueError, match="read-only"):
+        first[0, 0] = True
+    np.testing.assert_array_equal(np.isinf(F.causal_mask(3, 5).numpy()), first)
+
+
 def test_sdpa_dropout_drops_the_weights_as_f_dropout_does(rand) -> None:
     """Same seed, same draw: the fused node equals softmax, F.dropout, @ v, in value and gradient."""
     q, k, v = rand(2, 4, 3), rand(2, 6, 3), rand(2, 6, 5)
