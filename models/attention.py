@@ -68,16 +68,16 @@ class MultiHeadSelfAttention(nn.Module):
         B, T, C = x.shape
         nh, n_kv, hs = self.n_heads, self.n_kv_heads, self.head_size
 
-        # Q, K, V are plain projections of x, each one matrix for all heads at once
-        if mg.is_fused_enabled():  # speed: the three as one product, x @ [W_Q; W_K; W_V]^T, cut in three
-            q, k, v = self.qkv(x)
+        if mg.is_fused_enabled():  # speed: the three below as one product, x @ [W_Q; W_K; W_V]^T, cut into heads
+            q, k, v = self.qkv_heads(x)
         else:
+            # Q, K, V are plain projections of x, each one matrix for all heads at once
             q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # (B, T, nh*hs), (B, T, n_kv*hs) twice
 
-        # multi-head split: head h owns channels [h*hs, (h+1)*hs) of each
-        q = q.reshape(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
-        k = k.reshape(B, T, n_kv, hs).transpose(1, 2)  # (B, n_kv, T, hs)
-        v = v.reshape(B, T, n_kv, hs).transpose(1, 2)  # (B, n_kv, T, hs)
+            # multi-head split: head h owns channels [h*hs, (h+1)*hs) of each
+            q = q.reshape(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
+            k = k.reshape(B, T, n_kv, hs).transpose(1, 2)  # (B, n_kv, T, hs)
+            v = v.reshape(B, T, n_kv, hs).transpose(1, 2)  # (B, n_kv, T, hs)
         if self.rotary is not None:  # LLaMA: q and k turned by their positions' angles
             start = 0 if cache is None else len(cache)
             q, k = self.rotary(q, start), self.rotary(k, start)
@@ -109,11 +109,15 @@ class MultiHeadSelfAttention(nn.Module):
             trace.append({"q": q, "k": k, "v": v, "scores": scores, "weights": weights, "out": out})
         return self.resid_dropout(self.proj(out))  # (B, T, C)
 
-    def qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """q_proj(x), k_proj(x), v_proj(x) from one matrix product: one BLAS call on a matrix three times as wide
-        runs faster than three (docs/performance.md). The weights stay three parameters: joined for this product
-        (their gradients are its gradient's rows), as the output is cut back into three (views)."""
+    def qkv_heads(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """q, k and v of forward's two steps (projections, head split) from one matrix product: one BLAS call on a
+        matrix three times as wide runs faster than three (docs/performance.md). The weights stay three parameters,
+        joined for this product (their gradients are rows of its gradient); its output is cut along the heads, as
+        views, so that backward gathers the heads' gradients with one copy."""
+        B, T, _ = x.shape
         projections = (self.q_proj, self.k_proj, self.v_proj)
         weight = mg.cat([p.weight for p in projections])  # (nh*hs + 2 n_kv*hs, C)
         bias = None if self.q_proj.bias is None else mg.cat([p.bias for p in projections])
-        return F.linear(x, weight, bias).split([p.weight.shape[0] for p in projections], dim=-1)
+        heads = F.linear(x, weight, bias).reshape(B, T, -1, self.head_size)  # (B, T, nh + 2 n_kv, hs)
+        q, k, v = heads.split([self.n_heads, self.n_kv_heads, self.n_kv_heads], dim=2)
+        return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, nh, T, hs), (B, n_kv, T, hs) twice
