@@ -68,7 +68,8 @@ class MultiHeadSelfAttention(nn.Module):
         B, T, C = x.shape
         nh, n_kv, hs = self.n_heads, self.n_kv_heads, self.head_size
 
-        if mg.is_fused_enabled():  # speed: the three below as one product, x @ [W_Q; W_K; W_V]^T, cut into heads
+        one_node = mg.is_fused_enabled() and cache is None and trace is None  # speed: steps 1-4 below as one node
+        if one_node and mg.is_compiled_enabled():  # speed: and the three below as one product, cut into heads
             q, k, v = self.qkv_heads(x)
         else:
             # Q, K, V are plain projections of x, each one matrix for all heads at once
@@ -87,7 +88,7 @@ class MultiHeadSelfAttention(nn.Module):
             k, v = (t.reshape(B, n_kv, 1, t.shape[2], hs).expand(B, n_kv, nh // n_kv, t.shape[2], hs)
                     .reshape(B, nh, t.shape[2], hs) for t in (k, v))  # (B, nh, T_k, hs)
         T_k = k.shape[2]
-        if mg.is_fused_enabled() and cache is None and trace is None:  # speed: steps 1-4 below as one node
+        if one_node:
             out = F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_dropout.p if self.training else 0.0,
                                                  is_causal=True)  # (B, nh, T, hs)
         else:
@@ -113,7 +114,9 @@ class MultiHeadSelfAttention(nn.Module):
         """q, k and v of forward's two steps (projections, head split) from one matrix product: one BLAS call on a
         matrix three times as wide runs faster than three (docs/performance.md). The weights stay three parameters,
         joined for this product (their gradients are rows of its gradient); its output is cut along the heads, as
-        views, so that backward gathers the heads' gradients with one copy."""
+        views, so that backward gathers the heads' gradients with one copy. Under mg.compiled() only (with the one
+        attention node), whose products read such views where they lie: NumPy's stacked products on them made a fused
+        step slower, not faster."""
         B, T, _ = x.shape
         projections = (self.q_proj, self.k_proj, self.v_proj)
         weight = mg.cat([p.weight for p in projections])  # (nh*hs + 2 n_kv*hs, C)

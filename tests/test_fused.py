@@ -8,6 +8,7 @@ scoped and per thread.
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 
 import numpy as np
@@ -111,8 +112,11 @@ def _nodes(module, x):
 @pytest.mark.parametrize("n_kv_heads, dropout, bias", [(None, 0.0, True), (2, 0.0, True), (None, 0.3, True),
                                                        (2, 0.0, False)],
                          ids=["heads", "grouped key/value heads", "dropout", "grouped heads, no biases"])
-def test_attention_as_one_node_equals_the_steps_written_out(n_kv_heads, dropout, bias, device):
-    """Under mg.fused() both of its choices: Q, K and V from one product (qkv), and the one SDPA node."""
+@pytest.mark.parametrize("compiled", [False, True], ids=["fused", "compiled"])
+def test_attention_as_one_node_equals_the_steps_written_out(n_kv_heads, dropout, bias, compiled, device):
+    """The one SDPA node of mg.fused(), and with mg.compiled() Q, K and V from one product too (qkv_heads)."""
+    if compiled and (device != "cpu" or importlib.util.find_spec("numba") is None):
+        pytest.skip("mg.compiled() needs Numba (pip install -e '.[compiled]') and runs on the CPU")
     mg.manual_seed(0)
     attn = MultiHeadSelfAttention(16, 4, dropout=dropout, bias=bias, n_kv_heads=n_kv_heads).to(mg.float64).to(device)
     x = mg.tensor(np.random.default_rng(0).standard_normal((3, 7, 16)), dtype=mg.float64, device=device,
@@ -123,12 +127,15 @@ def test_attention_as_one_node_equals_the_steps_written_out(n_kv_heads, dropout,
         mg.manual_seed(5)  # the same dropout masks: both paths draw one (B, nh, T, T) mask from the generator
         attn.zero_grad()
         x.grad = None
-        with mg.fused(fused):
+        with mg.fused(fused), mg.compiled(compiled and fused):
             out = attn(x)
         out.backward(dout)
         return [backend.to_numpy(a) for a in (out.data, x.grad, *(p.grad for p in attn.parameters()))]
 
     written, one_node = run(False), run(True)
+    if compiled:  # the joined product ran
+        with mg.fused(), mg.compiled():
+            assert {"Cat", "Split", "ScaledDotProductAttentionFunction"} <= set(_nodes(attn, x))
     largest = max(np.abs(w).max() for w in written)  # k_proj's bias gets 0 but rounding: softmax ignores a shift
     for w, o in zip(written, one_node, strict=True):
         np.testing.assert_allclose(o, w, rtol=1e-12, atol=1e-13 * largest)
