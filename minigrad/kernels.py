@@ -2,11 +2,12 @@
 
 Each kernel is the formula of one Function's NumPy code, for float32 arrays on the CPU, compiled by Numba and
 written as one loop over the elements (or the rows): where NumPy makes one pass over memory per operation (a
-GELU's erf is about thirty), a kernel makes one. They run on one core: in a training step NumPy's BLAS keeps its
-threads spinning on the others between matrix products, and a second thread of ours measured no faster
-(docs/performance.md, which also measures what each kernel buys). A Function chooses its kernel where a reader
-sees it (`kernels = modes.kernels` and `kernels.takes(x)` in its forward); the NumPy code beside each stays the
-definition, and tests/test_kernels.py checks every kernel against it.
+GELU's erf is about thirty), a kernel makes one, its loop spread over the cores (numba.prange). The matrix
+products run on the same threads (`product`, at the end): NumPy's BLAS, whose own threads would spin on the cores
+the kernels want, runs on one thread inside mg.compiled() (docs/performance.md, which also measures what each
+kernel buys). A Function chooses its kernel where a reader sees it (`kernels = modes.kernels` and
+`kernels.takes(x)` in its forward); the NumPy code beside each stays the definition, and tests/test_kernels.py
+checks every kernel against it.
 
 Numba's own exp is the C library's, one element at a time; `exp32` below is Cephes' expf in plain arithmetic,
 which the compiler turns into vector instructions, 8 or 16 elements at a time.
