@@ -156,8 +156,9 @@ def is_fused_enabled() -> bool:
 class compiled(_Switch):
     """`with mg.compiled():` the Functions that have a compiled kernel (minigrad.kernels: GELU, layer norm, attention's
     weights and their backward, F.softmax's backward, Adam(W)(fused=True)'s step) run it on float32 CPU arrays instead
-    of their NumPy code, chosen in forward (and kept for backward); the optional extra `pip install -e '.[compiled]'`
-    (Numba) must be installed. mg.compiled(False) turns it off again."""
+    of their NumPy code, chosen in forward (and kept for backward), on every core; float32 matrix products run on the
+    same threads, and NumPy's own BLAS on one thread meanwhile (process-wide, until the outermost block exits). The
+    optional extra `pip install -e '.[compiled]'` (Numba) must be installed. mg.compiled(False) turns it off again."""
 
     name = "kernels"
 
