@@ -187,6 +187,20 @@ def _multiply(a, b, out):
         out[i] = a[i] * b[i]
 
 
+# ---- an embedding's backward (shapes.py's EmbeddingFunction) ----
+
+def add_rows(target: np.ndarray, indices: np.ndarray, rows: np.ndarray) -> None:
+    """target[indices[i]] += rows[i] for each i in turn, repeated indices accumulating (backend.scatter_add's
+    sums, in the same order), on one thread: two rows may go to one place."""
+    _add_rows(target, indices, rows)
+
+
+@jit
+def _add_rows(target, indices, rows):
+    for i in range(len(indices)):
+        target[indices[i]] += rows[i]
+
+
 # ---- layer norm, row by row (normalization.py's LayerNormFunction) ----
 
 def layer_norm_forward(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float

@@ -25,7 +25,7 @@ from minigrad.arrays import (
     unbroadcast,
 )
 from minigrad.dtypes import DType, float32, number_dtype
-from minigrad.tensor import Function, Tensor
+from minigrad.tensor import Function, Tensor, modes
 
 # ---- shape ----
 
@@ -537,11 +537,16 @@ class EmbeddingFunction(Function):
 
     def forward(self, w, indices, padding_idx):
         self.w_shape, self.indices, self.padding_idx = w.shape, indices, padding_idx
+        self.kernels = modes.kernels  # minigrad.kernels under mg.compiled(), kept for backward
         return w[indices]
 
     def backward(self, dout):
         dw = backend.get_array_module(dout).zeros(self.w_shape, dtype=dout.dtype)
-        backend.scatter_add(dw, self.indices.reshape(-1), dout.reshape(self.indices.size, self.w_shape[1]))
+        rows = dout.reshape(self.indices.size, self.w_shape[1])
+        if self.kernels and self.kernels.takes(rows) and self.kernels.takes(dw):  # speed: compiled, row by row
+            self.kernels.add_rows(dw, self.indices.reshape(-1), rows)
+        else:
+            backend.scatter_add(dw, self.indices.reshape(-1), rows)
         if self.padding_idx is not None:
             dw[self.padding_idx] = 0  # the padding row: as if it were a constant
         return (dw,)

@@ -142,6 +142,8 @@ CASES = {  # name: (fn, input shapes, input values)
     "attention, a query that sees no key": (
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=np.tril(np.ones((9, 9), bool), -1)),
         [(2, 3, 9, 4)] * 3, _normal),
+    "embedding": (lambda w: F.embedding(np.array([[3, 1, 3], [0, 3, 4]]), w), [(5, 6)], _normal),
+    "embedding, padding row": (lambda w: F.embedding(np.array([2, 2, 0, 1]), w, padding_idx=2), [(3, 4)], _normal),
     "matmul, a matrix b": (lambda a, b: a @ b, [(3, 40, 9), (9, 70)], _normal),
     "matmul, stacks, b transposed": (lambda a, b: a @ b.transpose(-1, -2), [(2, 3, 5, 7), (2, 3, 4, 7)], _normal),
     "matmul, a vector": (lambda a, b: a @ b, [(7,), (7, 3)], _normal),
@@ -340,7 +342,7 @@ def test_every_kernel_runs_in_a_training_step_under_compiled_backward_included(m
 
     calls = []
     for name in ("gelu_erf", "gelu_tanh", "layer_norm_forward", "layer_norm_backward", "attention_weights",
-                 "softmax_backward", "adam", "product", "multiply"):
+                 "softmax_backward", "adam", "product", "multiply", "add_rows"):
         kernel = getattr(kernels, name)
         monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name, **kw: calls.append(_n) or _k(*a, **kw))
     mg.manual_seed(0)
@@ -355,7 +357,7 @@ def test_every_kernel_runs_in_a_training_step_under_compiled_backward_included(m
             opt.step()
     products = {"product"} if kernels.PRODUCTS else set()
     assert set(calls) == {"gelu_erf" if gelu == "none" else "gelu_tanh", "layer_norm_forward", "layer_norm_backward",
-                          "attention_weights", "softmax_backward", "adam", "multiply"} | products
+                          "attention_weights", "softmax_backward", "adam", "multiply", "add_rows"} | products
     assert calls.count("softmax_backward") == 2 * 2  # each layer's attention weights, on both paths
     assert calls.count("attention_weights") == 2  # each layer's, in one node (SDPA)
 
