@@ -50,6 +50,33 @@ def test_importing_minigrad_leaves_the_allocator_alone() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+HEAP_IN_HUGE_PAGES = """
+import minigrad.runtime, numpy as np
+minigrad.runtime.keep_large_blocks_in_heap()
+a = np.ones(1 << 20 >> 3)  # 1 MiB: NumPy asks for huge pages itself only from 4 MiB on
+inside = False
+for line in open("/proc/self/smaps").read().splitlines():  # each region's first line, then its fields
+    fields = line.split()
+    if "-" in fields[0] and len(fields) >= 5:
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        inside = start <= a.ctypes.data < end
+    elif inside and line.startswith("VmFlags:"):
+        print("hg" in fields)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
+                    reason="the allocator setting exists for glibc on Linux only")
+def test_the_heap_setting_asks_for_huge_pages_over_the_heap() -> None:
+    """After keep_large_blocks_in_heap a 1 MiB array lies in a region marked for huge pages (`hg` in smaps),
+    whatever the kernel then grants (its setting may be `never`)."""
+    env = {k: v for k, v in os.environ.items() if k != "MINIGRAD_GLIBC_DEFAULTS"}
+    done = subprocess.run([sys.executable, "-c", HEAP_IN_HUGE_PAGES], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True"], done.stdout
+
+
 @pytest.fixture
 def threads_always(monkeypatch):
     if runtime.threads() == 1:
