@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
+import site
 import sys
 import tempfile
 from pathlib import Path
@@ -84,6 +85,10 @@ def test_no_class_is_patched_in_the_engine_or_the_benchmark():
                 assert target in ("self", "modes"), f"{path.name}: setattr({target}, ...)"
 
 
+# installed packages (NumPy, ...) are not the project's, even in a virtual environment inside the checkout (.venv)
+INSTALLED = tuple({os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, *site.getsitepackages())})
+
+
 def trace_second_iteration(argv: list[str]) -> set[tuple[str, str]]:
     """(file, function) of every project function called in the second iteration of a 3-step run: from the
     second call of get_batch to the third."""
@@ -96,7 +101,7 @@ def trace_second_iteration(argv: list[str]) -> set[tuple[str, str]]:
         code = frame.f_code
         if code is train.get_batch.__code__:
             iteration[0] += 1
-        if code.co_filename.startswith(str(ROOT) + os.sep):
+        if code.co_filename.startswith(str(ROOT) + os.sep) and not code.co_filename.startswith(INSTALLED):
             calls.setdefault(iteration[0], set()).add((os.path.relpath(code.co_filename, ROOT), code.co_qualname))
 
     with tempfile.TemporaryDirectory() as out:
