@@ -29,6 +29,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from minigrad import backend, runtime
+from minigrad.arrays import as_rows
 
 F = np.float32
 FASTMATH = {"contract", "reassoc", "nsz", "arcp"}  # fused multiply-add and reordered sums; inf and NaN keep meaning
@@ -453,8 +454,7 @@ def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     each matrix handed to BLAS as it lies in memory, or transposed: a view such as attention's heads (B, nh, T, hs)
     of a (B, T, C) array, or its K^T, is read where it is, not copied."""
     if b.ndim == 2:
-        rows = a.reshape(1, 1, -1, a.shape[-1]) if a.shape[-1] else np.empty((1, 1, math.prod(a.shape[:-1]), 0), F)
-        return _products(rows, b[None, None]).reshape(*a.shape[:-1], b.shape[1])
+        return _products(as_rows(a)[None, None], b[None, None]).reshape(*a.shape[:-1], b.shape[1])
     out = _products(_four_axes(a), _four_axes(b))
     return out.reshape(*a.shape[:-1], b.shape[-1])
 

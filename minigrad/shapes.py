@@ -543,7 +543,7 @@ class EmbeddingFunction(Function):
     def backward(self, dout):
         dw = backend.get_array_module(dout).zeros(self.w_shape, dtype=dout.dtype)
         rows = dout.reshape(self.indices.size, self.w_shape[1])
-        if self.kernels and self.kernels.takes(rows) and self.kernels.takes(dw):  # speed: compiled, row by row
+        if self.kernels and self.kernels.takes(rows):  # speed: compiled, row by row (dw: zeros like rows)
             self.kernels.add_rows(dw, self.indices.reshape(-1), rows)
         else:
             backend.scatter_add(dw, self.indices.reshape(-1), rows)
