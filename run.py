@@ -202,14 +202,14 @@ class Run:
         in one small all-reduce."""
         loss = train_step(self.model, self.opt, x[self.rows], y[self.rows], self.settings["grad_clip"],
                           self.settings["batch_size"], int((y != IGNORE_INDEX).sum()),
-                          lambda params: self.world.all_reduce([p.grad for p in params]))
+                          lambda params: self.world.all_reduce([p.grad.array for p in params]))
         sums = np.array([loss, float(self.stop.requested)])
         self.world.all_reduce([sums])
         return float(sums[0]), bool(sums[1])
 
     def save(self, step: int) -> None:
         """The checkpoint of `step`, written by rank 0 (the ranks' weights are equal), after checking the weights."""
-        if not all(bool(backend.get_array_module(p.data).isfinite(p.data).all()) for p in self.model.parameters()):
+        if not all(bool(backend.get_array_module(p.array).isfinite(p.array).all()) for p in self.model.parameters()):
             raise self.diverged(f"the weights are no longer finite after step {step}")  # an overflowed update
         if self.world.rank == 0:
             save_checkpoint(self.path, self.model, self.opt, step, self.settings, self.task, self.data_rng,
@@ -377,7 +377,7 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
                 f"; --steps {settings['steps']} is already reached" if step >= settings["steps"] else ""))
         elif world.rank == 0 and os.path.exists(path):
             print(f"note: the earlier {path} was kept as {keep_earlier(path)} (docs/checkpoints.md)")
-        world.broadcast([p.data for p in model.parameters()])  # every rank starts from rank 0's weights
+        world.broadcast([p.array for p in model.parameters()])  # every rank starts from rank 0's weights
         if world.rank:
             mg.manual_seed(settings["seed"] + world.rank)  # but draws dropout masks of its own
         per_step = settings["batch_size"] * settings["grad_accum"]  # sequences per optimizer step, split evenly

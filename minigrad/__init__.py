@@ -83,18 +83,8 @@ from minigrad.shapes import (
     unflatten,
     unsqueeze,
 )
-from minigrad.tensor import (
-    Function,
-    Tensor,
-    compiled,
-    enable_grad,
-    fused,
-    is_compiled_enabled,
-    is_fused_enabled,
-    is_grad_enabled,
-    no_grad,
-    set_grad_enabled,
-)
+from minigrad.speed import compiled, fused, is_compiled_enabled, is_fused_enabled
+from minigrad.tensor import Function, Tensor, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 
 __all__ = [
     "Function", "GradcheckError", "Tensor", "autograd", "bool_", "compiled", "cuda_available", "enable_grad",

@@ -22,7 +22,7 @@ from minigrad.arrays import (
     stable_softmax,
 )
 from minigrad.dtypes import check_float, number_kind
-from minigrad.tensor import Function, Tensor, modes
+from minigrad.tensor import Function, Tensor
 
 # ---- softmax, log_softmax ----
 
@@ -38,16 +38,13 @@ class SoftmaxFunction(Function):
         y = xp.subtract(x2, row_max(x2))  # x - max: changes nothing, but exp() can no longer overflow
         xp.exp(y, out=y)
         y /= row_sums(y)
-        self.y, self.kernels = y, modes.kernels  # (N, L); minigrad.kernels under mg.compiled(), for backward
+        self.y = y  # (N, L)
         return y.reshape(x.shape)
 
     def backward(self, dout):
         # in the forward pass this was: y = exp(x) / sum(exp(x)), so dy_i/dx_j = y_i * (delta_ij - y_j)
         xp = backend.get_array_module(dout)
         d2 = as_rows(dout)  # (N, L)
-        kernels = self.kernels  # minigrad.kernels if forward ran under mg.compiled() (speed: compiled, by rows)
-        if kernels and kernels.takes(d2) and kernels.takes(self.y):
-            return (kernels.softmax_backward(d2, self.y, out=xp.empty_like(d2)).reshape(dout.shape),)
         dx = xp.multiply(d2, self.y)
         xp.subtract(d2, row_sums(dx), out=dx)  # dout - sum(dout * y)
         dx *= self.y
@@ -100,25 +97,17 @@ _GELU_C, _GELU_K = math.sqrt(2 / math.pi), 0.044715
 
 class SlopeFunction(Function):
     """An elementwise y = f(x) whose derivative dy/dx is computed in forward beside y and saved, so that backward is
-    one multiplication, dx = dout * dy/dx. A subclass names its two ways of computing them: `block`, NumPy's, which
-    arrays.in_blocks hands x to block by block while the block is in cache, and `kernel`, the function of
-    minigrad.kernels that compiles the same formula, under mg.compiled() (speed: see docs/performance.md)."""
+    one multiplication, dx = dout * dy/dx. A subclass names `block`, its formula in NumPy, which arrays.in_blocks
+    hands x to block by block while the block is in cache (speed: see docs/performance.md)."""
 
     block: Callable[[Any, Any, Any], None]
-    kernel: str
 
     def forward(self, x):
         slope = bool(self.needs_input_grad)  # under no_grad (sampling) nothing needs dy/dx
-        kernels = self.kernels = modes.kernels  # minigrad.kernels under mg.compiled() (speed: compiled), else None
-        if kernels and kernels.takes(x):
-            y, self.slope = getattr(kernels, self.kernel)(x, slope=slope)
-        else:
-            y, self.slope = in_blocks(self.block, x, slope=slope)
+        y, self.slope = in_blocks(self.block, x, slope=slope)
         return y
 
     def backward(self, dout):
-        if self.kernels and self.kernels.takes(dout) and self.kernels.takes(self.slope):  # speed: on every core
-            return (self.kernels.multiply(dout, self.slope),)
         return (dout * self.slope,)
 
 
@@ -150,7 +139,7 @@ class GeluFunction(SlopeFunction):
     is one multiplication (SlopeFunction).
     """
 
-    block, kernel = staticmethod(_gelu_tanh_block), "gelu_tanh"
+    block = staticmethod(_gelu_tanh_block)
 
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -180,7 +169,7 @@ class GeluErfFunction(SlopeFunction):
     As the tanh form: dy/dx computed in forward (_gelu_erf_block above) and saved, backward one multiplication.
     """
 
-    block, kernel = staticmethod(_gelu_erf_block), "gelu_erf"
+    block = staticmethod(_gelu_erf_block)
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:

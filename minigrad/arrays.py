@@ -28,7 +28,7 @@ def as_array(value: Any, dtype: DType | None = None, device: str | None = None, 
     on `device` (default: its own, or "cpu"); an array already so is the array itself unless copy=True. Anything
     that is not numbers (None, strings) is a TypeError naming `op`."""
     if hasattr(value, "requires_grad"):  # a Tensor (tensor.py sits above this module): its array
-        value = value.data
+        value = value.array
     own = own_dtype(value, op)
     if own.kind not in "biuf":
         raise TypeError(f"{op}: expected numbers, got {type(value).__name__} {value!r:.60}, whose dtype {own} "

@@ -11,7 +11,7 @@ from typing import Any
 from minigrad import backend
 from minigrad.arrays import as_array, broadcasts_to, index_array, stable_sigmoid, unbroadcast
 from minigrad.dtypes import as_float, check_same_device_and_dtype, number_kind
-from minigrad.tensor import Function, Tensor, operands
+from minigrad.tensor import Function, Tensor, operands, saves_index
 
 # ---- elementwise: binary (broadcasting like NumPy) ----
 
@@ -110,7 +110,7 @@ def compare(op: str, a: Tensor, b: Any) -> Tensor:
     check_same_device_and_dtype(op, (a, b))
     ufunc = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal", "eq": "equal",
              "ne": "not_equal"}[op]
-    return Tensor.wrap(getattr(backend.get_array_module(a.data), ufunc)(a.data, b.data), False)
+    return Tensor.wrap(getattr(backend.get_array_module(a.array), ufunc)(a.array, b.array), False)
 
 
 # ---- elementwise: unary ----
@@ -349,7 +349,7 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
         input = Tensor.wrap(as_array(input, None, device, "where"))
     a, b = operands("where", input, other)
     cond = index_array("where", condition, a.device, "b")
-    return Where.apply(a, b, cond=cond)
+    return saves_index(Where.apply(a, b, cond=cond), condition)
 
 
 def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
@@ -401,10 +401,11 @@ def masked_fill(x: Tensor, mask: Any, value: float) -> Tensor:
     """x with `value` where the boolean `mask` (broadcast to x's shape) is True."""
     if number_kind("masked_fill", value) == "f" and x.dtype.kind != "f":
         raise TypeError(f"masked_fill: float value {value} for a {x.dtype} tensor of shape {x.shape}")
-    mask = index_array("masked_fill", mask, x.device, "bf")
+    given, mask = mask, index_array("masked_fill", mask, x.device, "bf")
     if mask.dtype.kind == "f":
         raise TypeError(f"masked_fill: expected boolean values, got dtype {mask.dtype} (True: fill); F.causal_mask "
                         "gives an additive mask of 0 and -inf: add it to the scores (scores + F.causal_mask(T))")
     if not broadcasts_to(mask.shape, x.shape):
         raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's {x.shape}")
-    return MaskedFillFunction.apply(x, mask=mask, value=as_array(value, x.dtype, x.device, "masked_fill"))
+    value = as_array(value, x.dtype, x.device, "masked_fill")
+    return saves_index(MaskedFillFunction.apply(x, mask=mask, value=value), given)

@@ -107,14 +107,14 @@ def _numeric(fn: Callable[..., Tensor], inputs: tuple[Any, ...], t: Tensor, upst
     numeric = np.zeros(t.shape)
     with no_grad():
         for k in np.ndindex(*t.shape):  # an index per element, whatever the array's strides
-            original = t.data[k].item()
+            original = t.array[k].item()
             try:
-                t.data[k] = original + eps
-                plus = float((fn(*inputs).data * upstream).sum())
-                t.data[k] = original - eps
-                minus = float((fn(*inputs).data * upstream).sum())
+                t.array[k] = original + eps
+                plus = float((fn(*inputs).array * upstream).sum())
+                t.array[k] = original - eps
+                minus = float((fn(*inputs).array * upstream).sum())
             finally:
-                t.data[k] = original
+                t.array[k] = original
             numeric[k] = (plus - minus) / (2 * eps)
     return numeric
 

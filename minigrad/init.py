@@ -64,7 +64,7 @@ def _fill(op: str, tensor: Tensor, draw: str, low_or_mean: float, high_or_std: f
         values = rng.standard_normal(tensor.shape, dtype=dtype)
         values *= high_or_std
         values += low_or_mean
-    tensor.data[...] = values
+    tensor.array[...] = values
     increment_version(tensor)  # as any in-place write: whatever saved the old values for backward refuses them
     return tensor
 
@@ -87,7 +87,7 @@ def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill with `val`."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"constant_: expected a tensor, got {type(tensor).__name__}")
-    tensor.data[...] = val
+    tensor.array[...] = val
     increment_version(tensor)
     return tensor
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from minigrad import backend
 from minigrad.arrays import as_rows, column_sums, unbroadcast
-from minigrad.tensor import Function, Tensor, modes, operands
+from minigrad.tensor import Function, Tensor, operands
 
 # ---- the product all of them share ----
 
@@ -16,11 +16,8 @@ def product(a: Any, b: Any) -> Any:
     """a @ b, arranged for BLAS (speed: docs/performance.md measures both choices). For a matrix b (n, m), one
     (N, n) @ (n, m) product over a's flattened batch, not one per batch entry. For stacked matrices b, on the CPU,
     b's rows are made contiguous when they are not (b a transposed view, as K^T in attention): NumPy's stacked
-    product takes up to twice as long with such a b as with a copy of it, the copy included. Under mg.compiled(),
-    float32 products run on the compiled kernels' threads (kernels.product: the same BLAS, one call a thread)."""
-    kernels = modes.kernels
-    if kernels and kernels.multiplies(a, b):  # speed: under mg.compiled(), on the kernels' threads
-        return kernels.product(a, b)
+    product takes up to twice as long with such a b as with a copy of it, the copy included. (Under mg.compiled(),
+    the Functions' products run on the compiled kernels' threads: minigrad/compiled_functions.py.)"""
     if b.ndim == 2:
         return (as_rows(a) @ b).reshape(*a.shape[:-1], b.shape[1])
     if b.strides[-1] != b.itemsize and backend.device_of(b) == "cpu":
@@ -33,21 +30,23 @@ def product(a: Any, b: Any) -> Any:
 class MatMul(Function):
     """z = a @ b (batch dims broadcast);  da = dout @ b^T,  db = a^T @ dout"""
 
+    product = staticmethod(product)
+
     def forward(self, a, b):
         # da needs b and db needs a: keep only what backward will use (x @ W with x constant keeps no W)
         need_a, need_b = self.needs_input_grad or (False, False)
         self.a, self.b, self.a_shape, self.b_shape = (a if need_b else None), (b if need_a else None), a.shape, b.shape
-        return product(a, b)
+        return self.product(a, b)
 
     def backward(self, dout):
         # in the forward pass this was: z = a @ b
         a, b = self.a, self.b
         need_a, need_b = self.needs_input_grad
         if len(self.b_shape) == 2:  # speed: the 2-D product of forward, undone as 2-D products
-            return (product(dout, b.T) if need_a else None,
-                    product(as_rows(a).T, as_rows(dout)) if need_b else None)
-        return (unbroadcast(product(dout, b.swapaxes(-1, -2)), self.a_shape) if need_a else None,
-                unbroadcast(product(a.swapaxes(-1, -2), dout), self.b_shape) if need_b else None)
+            return (self.product(dout, b.T) if need_a else None,
+                    self.product(as_rows(a).T, as_rows(dout)) if need_b else None)
+        return (unbroadcast(self.product(dout, b.swapaxes(-1, -2)), self.a_shape) if need_a else None,
+                unbroadcast(self.product(a.swapaxes(-1, -2), dout), self.b_shape) if need_b else None)
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -75,18 +74,20 @@ class LinearFunction(Function):
     """y = x @ w^T + b  (x: (..., in), w: (out, in));  dx = dout @ w,  dw = dout^T @ x,  db = sum(dout)
     (dw and db summed over every leading axis of x, flattened into N rows)"""
 
+    product = staticmethod(product)
+
     def forward(self, x, w, *b):
         need_x, need_w = (self.needs_input_grad or (False, False))[:2]
         self.x, self.w = (x if need_w else None), (w if need_x else None)  # dx needs w, dw needs x, db neither
-        y = product(x, w.T)  # (..., out)
+        y = self.product(x, w.T)  # (..., out)
         if b:
             y += b[0]
         return y
 
     def backward(self, dout):
         # in the forward pass this was: y = x @ w.T + b, as (..., in) @ (in, out) + (out,); as_rows: (N, in)
-        dx = product(dout, self.w) if self.needs_input_grad[0] else None
-        dw = product(as_rows(dout).T, as_rows(self.x)) if self.needs_input_grad[1] else None
+        dx = self.product(dout, self.w) if self.needs_input_grad[0] else None
+        dw = self.product(as_rows(dout).T, as_rows(self.x)) if self.needs_input_grad[1] else None
         db = (column_sums(as_rows(dout)),) if len(self.needs_input_grad) == 3 else ()
         return (dx, dw, *db)
 

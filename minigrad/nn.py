@@ -189,7 +189,7 @@ class Module:
             if set_to_none:
                 p.grad = None
             elif p.grad is not None:
-                p.grad[...] = 0
+                p.grad.array[...] = 0
 
     # -- modes and placement --
     def train(self, mode: bool = True) -> Module:
@@ -209,14 +209,15 @@ class Module:
             for p in self.parameters():
                 moved = p.to(target)
                 if moved is not p:
-                    grad = None if p.grad is None else Tensor.wrap(p.grad).to(target).data
-                    p.data, p.grad = moved.data, grad
+                    grad = None if p.grad is None else p.grad.to(target)
+                    p.grad = None  # the old one no longer fits p: its dtype or device changes below
+                    p.data, p.grad = moved, grad
         return self
 
     # -- saving and loading --
     def state_dict(self) -> dict[str, Any]:
         """Parameter arrays by dotted name (the arrays themselves, not copies)."""
-        return {name: p.data for name, p in self.named_parameters()}
+        return {name: p.array for name, p in self.named_parameters()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Copy `state` into the parameters (converted to their dtype), after checking every key, shape

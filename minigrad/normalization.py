@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from minigrad import backend
 from minigrad.arrays import as_rows, column_sums, int_tuple, row_sums
 from minigrad.dtypes import check_float
-from minigrad.tensor import Function, Tensor, modes
+from minigrad.tensor import Function, Tensor
 
 # ---- layer norm ----
 
@@ -27,26 +27,21 @@ class LayerNormFunction(Function):
         xp = backend.get_array_module(x)
         x2 = as_rows(x)  # (N, C)
         w, b = (*affine, None, None)[:2]  # (C,) each, or None
-        kernels = modes.kernels  # minigrad.kernels under mg.compiled() (speed: the same formulas compiled, by rows)
-        self.kernels = kernels if kernels and all(kernels.takes(a) for a in (x2, *affine)) else None  # for backward
-        if self.kernels:
-            y, xhat, rstd = self.kernels.layer_norm_forward(x2, w, b, eps)
+        inv_c = 1 / max(x2.shape[1], 1)  # C = 0: nothing to normalise, y is empty (as in PyTorch)
+        xhat = xp.subtract(x2, row_sums(x2) * inv_c)  # x - mean, (N, C)
+        y = xp.multiply(xhat, xhat)  # the squares, in y's memory until y is computed
+        rstd = row_sums(y)
+        rstd *= inv_c  # var, (N, 1)
+        rstd += eps
+        xp.sqrt(rstd, out=rstd)
+        xp.reciprocal(rstd, out=rstd)  # rstd = 1 / sqrt(var + eps), (N, 1)
+        xhat *= rstd
+        if w is not None:
+            xp.multiply(xhat, w, out=y)  # (N, C) * (C,)
+            if b is not None:
+                y += b
         else:
-            inv_c = 1 / max(x2.shape[1], 1)  # C = 0: nothing to normalise, y is empty (as in PyTorch)
-            xhat = xp.subtract(x2, row_sums(x2) * inv_c)  # x - mean, (N, C)
-            y = xp.multiply(xhat, xhat)  # the squares, in y's memory until y is computed
-            rstd = row_sums(y)
-            rstd *= inv_c  # var, (N, 1)
-            rstd += eps
-            xp.sqrt(rstd, out=rstd)
-            xp.reciprocal(rstd, out=rstd)  # rstd = 1 / sqrt(var + eps), (N, 1)
-            xhat *= rstd
-            if w is not None:
-                xp.multiply(xhat, w, out=y)  # (N, C) * (C,)
-                if b is not None:
-                    y += b
-            else:
-                y = xhat
+            y = xhat
         self.xhat, self.rstd, self.w = xhat, rstd, w
         return y.reshape(x.shape)
 
@@ -54,28 +49,25 @@ class LayerNormFunction(Function):
         xp = backend.get_array_module(dout)
         xhat, d2, w = self.xhat, as_rows(dout), self.w  # (N, C), (N, C), (C,)
         dw = db = None
-        if self.kernels and self.kernels.takes(d2):
-            dx, dw, db = self.kernels.layer_norm_backward(d2, xhat, self.rstd, w)
+        inv_c = 1 / max(xhat.shape[1], 1)
+        # in the forward pass this was: y = xhat * w + b
+        tmp = xp.multiply(d2, xhat)
+        if w is not None:
+            dw, db = column_sums(tmp), column_sums(d2)  # (C,) each: summed over the rows
+            dx = xp.multiply(d2, w)  # dxhat, (N, C)
+            xp.multiply(dx, xhat, out=tmp)
         else:
-            inv_c = 1 / max(xhat.shape[1], 1)
-            # in the forward pass this was: y = xhat * w + b
-            tmp = xp.multiply(d2, xhat)
-            if w is not None:
-                dw, db = column_sums(tmp), column_sums(d2)  # (C,) each: summed over the rows
-                dx = xp.multiply(d2, w)  # dxhat, (N, C)
-                xp.multiply(dx, xhat, out=tmp)
-            else:
-                dx = d2.copy()
-            # and before that: xhat = (x - mean) * rstd, where x enters three ways, one term each:
-            # directly, through mean (N, 1), and through rstd (N, 1)
-            proj = row_sums(tmp)
-            proj *= inv_c  # mean(dxhat * xhat)
-            centre = row_sums(dx)
-            centre *= inv_c  # mean(dxhat)
-            xp.multiply(xhat, proj, out=tmp)
-            tmp += centre
-            dx -= tmp
-            dx *= self.rstd
+            dx = d2.copy()
+        # and before that: xhat = (x - mean) * rstd, where x enters three ways, one term each:
+        # directly, through mean (N, 1), and through rstd (N, 1)
+        proj = row_sums(tmp)
+        proj *= inv_c  # mean(dxhat * xhat)
+        centre = row_sums(dx)
+        centre *= inv_c  # mean(dxhat)
+        xp.multiply(xhat, proj, out=tmp)
+        tmp += centre
+        dx -= tmp
+        dx *= self.rstd
         dx = dx.reshape(dout.shape)
         return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
 
@@ -152,6 +144,6 @@ def rms_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | 
     check_float("rms_norm", x)
     shape = _normalized_shape("rms_norm", normalized_shape, x, weight=weight)
     if eps is None:
-        eps = float(backend.get_array_module(x.data).finfo(x.dtype).eps)
+        eps = float(backend.get_array_module(x.array).finfo(x.dtype).eps)
     axes = tuple(range(x.ndim - len(shape), x.ndim))
     return RMSNormFunction.apply(x, *(() if weight is None else (weight,)), axes=axes, eps=eps)

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from minigrad import backend, runtime
+from minigrad import backend, runtime, speed
 from minigrad.arrays import as_array
-from minigrad.tensor import Tensor, increment_version, modes
+from minigrad.tensor import Tensor, increment_version
 
 ParamGroups = Iterable[Tensor] | Iterable[dict[str, Any]]
 
@@ -107,7 +107,7 @@ class Optimizer:
                 if set_to_none:
                     p.grad = None
                 elif p.grad is not None:
-                    p.grad[...] = 0
+                    p.grad.array[...] = 0
 
     def step(self) -> None:
         """Update every parameter that has a gradient, by update(), or with fused=True by fused_step() (Adam, AdamW),
@@ -115,7 +115,7 @@ class Optimizer:
         if self.fused:
             return self.fused_step()  # speed: update()'s rule in place, piece by piece, on every core
         for group, p, state in self.with_state():
-            self.update(p.data, p.grad, group, state)
+            self.update(p.array, p.grad.array, group, state)
             increment_version(p)
 
     def update(self, p: Any, g: Any, group: dict[str, Any], state: dict[str, Any]) -> None:
@@ -186,7 +186,7 @@ def _check_parameter(where: str, p: Any) -> None:
     if not isinstance(p, Tensor):
         raise TypeError(f"{where}: expected tensors, got {type(p).__name__}")
     if not p.is_leaf:
-        raise ValueError(f"{where}: cannot optimize a tensor computed by {p.grad_fn._op} (a non-leaf); optimize the "
+        raise ValueError(f"{where}: cannot optimize a tensor computed by {p.grad_fn.op} (a non-leaf); optimize the "
                          "leaves it is computed from")
     if p.dtype.kind != "f":
         raise TypeError(f"{where}: cannot optimize a tensor of dtype {p.dtype}; parameters hold floats")
@@ -300,7 +300,7 @@ class Adam(Optimizer):
         return group
 
     def new_state(self, p, group):
-        xp = backend.get_array_module(p.data)
+        xp = backend.get_array_module(p.array)
         names = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
         return {"step": 0, **{name: xp.zeros(p.shape, dtype=p.dtype) for name in names}}
 
@@ -327,13 +327,14 @@ class Adam(Optimizer):
         for group, p, state in self.with_state():
             state["step"] += 1
             buffers = {k: v for k, v in state.items() if k != "step"}
-            kernels = modes.kernels  # minigrad.kernels under mg.compiled() (speed: the same rule compiled; not amsgrad)
-            if kernels and not group["amsgrad"] and all(kernels.takes(a) for a in (p.data, p.grad, *buffers.values())):
-                kernels.adam(p.data, p.grad, buffers["exp_avg"], buffers["exp_avg_sq"], group["lr"], group["betas"],
+            param, grad = p.array, p.grad.array
+            kernels = speed.modes.kernels  # minigrad.kernels under mg.compiled(): the rule compiled (not amsgrad)
+            if kernels and not group["amsgrad"] and all(kernels.takes(a) for a in (param, grad, *buffers.values())):
+                kernels.adam(param, grad, buffers["exp_avg"], buffers["exp_avg_sq"], group["lr"], group["betas"],
                              group["eps"], group["weight_decay"], group["maximize"], state["step"], self.decoupled)
             else:
-                jobs += [(group, state["step"], *piece)
-                         for piece in _pieces(p.data, p.grad, buffers, self.piece[p.device])]
+                pieces = _pieces(param, grad, buffers, self.piece[p.device])
+                jobs += [(group, state["step"], *piece) for piece in pieces]
             increment_version(p)
         if not jobs:
             return
@@ -440,7 +441,7 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm
     grads, total = [], 0.0
     for p in params:
         if p.grad is not None:
-            g = p.grad
+            g = p.grad.array
             grads.append(g)
             xp, flat = backend.get_array_module(g), g.reshape(-1)
             if norm_type == 2.0:
@@ -477,4 +478,5 @@ def clip_grad_value_(params: Iterable[Tensor] | Tensor, clip_value: float) -> No
         raise ValueError(f"clip_grad_value_: clip_value must be a number >= 0, got {clip_value!r}")
     for p in [params] if isinstance(params, Tensor) else params:
         if p.grad is not None:
-            backend.get_array_module(p.grad).clip(p.grad, -clip_value, clip_value, out=p.grad)
+            g = p.grad.array
+            backend.get_array_module(g).clip(g, -clip_value, clip_value, out=g)

@@ -291,12 +291,12 @@ def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
 def _index_of(op: str, x: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     along = _axes_with_values(op, x, None if dim is None else as_axes(op, dim, x.shape, one=True))
     if dim is None or not along:  # all axes, or a 0-d x; keepdim then keeps every axis, as 1 (as PyTorch)
-        index = getattr(x.data.reshape(-1), op)()
+        index = getattr(x.array.reshape(-1), op)()
         shape = (1,) * x.ndim if keepdim else ()
     else:
-        index = getattr(x.data, op)(axis=along[0])
+        index = getattr(x.array, op)(axis=along[0])
         shape = _kept_shape(x.shape, along) if keepdim else index.shape
-    return Tensor.wrap(backend.get_array_module(x.data).asarray(index, dtype="int64").reshape(shape), False)
+    return Tensor.wrap(backend.get_array_module(x.array).asarray(index, dtype="int64").reshape(shape), False)
 
 
 @numpy_aliases
@@ -313,5 +313,5 @@ def all(x: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
 
 def _logical(op: str, x: Tensor, dim: Dims, keepdim: bool) -> Tensor:
     reduced = as_axes(op, dim, x.shape)
-    y = getattr(x.data, op)(axis=reduced, keepdims=True)  # keepdims: an array, never a NumPy scalar
+    y = getattr(x.array, op)(axis=reduced, keepdims=True)  # keepdims: an array, never a NumPy scalar
     return Tensor.wrap(y if keepdim else y.squeeze(reduced), False)

@@ -13,7 +13,7 @@ from minigrad.arrays import as_rows, broadcasts_to, dropout_scale, index_array, 
 from minigrad.dtypes import check_float
 from minigrad.matmul import product
 from minigrad.shapes import future_keys
-from minigrad.tensor import Function, Tensor, modes
+from minigrad.tensor import Function, Tensor
 
 # ---- scaled dot-product attention ----
 
@@ -27,60 +27,64 @@ class ScaledDotProductAttentionFunction(Function):
     of this). Each gradient is summed back over the axes its input was broadcast along.
     """
 
+    product = staticmethod(product)  # a @ b, arranged for BLAS (matmul.py)
+
     def forward(self, q, k, v, *float_mask, hidden, scale, dropout_p):
-        xp = backend.get_array_module(q)
-        s = product(q, k.swapaxes(-1, -2))  # (..., L, S)
-        kernels = self.kernels = modes.kernels  # minigrad.kernels under mg.compiled(), kept for backward
-        if kernels and kernels.takes(s) and not float_mask and (hidden is None or hidden.shape == s.shape[-2:]):
-            # speed: compiled, row by row, each row's steps below in one pass over it
-            p = kernels.attention_weights(as_rows(s), hidden, scale).reshape(s.shape)
-        else:
-            s *= scale  # speed: in place here and below: the weights overwrite the scores, one (..., L, S) array
-            if float_mask:
-                s = s + float_mask[0]
-                self.mask_shape = float_mask[0].shape
-            if hidden is not None:
-                xp.copyto(s, xp.asarray(-math.inf, dtype=s.dtype), where=hidden)
-            # each row's largest score; with no keys (S = 0) there is none, and the output is zeros, as in PyTorch
-            # (row_max and row_sums: the fast reductions along a short last axis, as F.softmax's)
-            rows = s.shape[:-1] + (1,)
-            m = row_max(as_rows(s)).reshape(rows) if s.shape[-1] else xp.zeros(rows, dtype=s.dtype)
-            masked = hidden is not None or bool(float_mask)
-            if masked:  # a query that may see no key: its row is all -inf; exp(-inf - 0) = 0, not NaN
-                xp.copyto(m, 0, where=m == -math.inf)
-            p = s
-            p -= m
-            xp.exp(p, out=p)
-            sums = row_sums(as_rows(p)).reshape(rows)
-            if masked:  # and its weights stay 0 (0 / 1), so its output and its gradients are 0, as in PyTorch
-                xp.copyto(sums, 1, where=sums == 0)
-            p /= sums
+        s = self.product(q, k.swapaxes(-1, -2))  # (..., L, S)
+        p = self.weights(s, float_mask, hidden, scale)  # P = softmax(S), S = s * scale + mask, in s's memory
         self.q, self.k, self.v, self.p, self.scale, self.drop = q, k, v, p, scale, None
         if dropout_p:
             self.drop = dropout_scale(p, dropout_p)
-            return product(p * self.drop, v)
-        return product(p, v)
+            return self.product(p * self.drop, v)
+        return self.product(p, v)
+
+    def weights(self, s, float_mask, hidden, scale):
+        """P = softmax(s * scale + mask) along the keys, -inf where hidden; a row that sees no key is all 0."""
+        xp = backend.get_array_module(s)
+        s *= scale  # speed: in place here and below: the weights overwrite the scores, one (..., L, S) array
+        if float_mask:
+            s = s + float_mask[0]
+            self.mask_shape = float_mask[0].shape
+        if hidden is not None:
+            xp.copyto(s, xp.asarray(-math.inf, dtype=s.dtype), where=hidden)
+        # each row's largest score; with no keys (S = 0) there is none, and the output is zeros, as in PyTorch
+        # (row_max and row_sums: the fast reductions along a short last axis, as F.softmax's)
+        rows = s.shape[:-1] + (1,)
+        m = row_max(as_rows(s)).reshape(rows) if s.shape[-1] else xp.zeros(rows, dtype=s.dtype)
+        masked = hidden is not None or bool(float_mask)
+        if masked:  # a query that may see no key: its row is all -inf; exp(-inf - 0) = 0, not NaN
+            xp.copyto(m, 0, where=m == -math.inf)
+        p = s
+        p -= m
+        xp.exp(p, out=p)
+        sums = row_sums(as_rows(p)).reshape(rows)
+        if masked:  # and its weights stay 0 (0 / 1), so its output and its gradients are 0, as in PyTorch
+            xp.copyto(sums, 1, where=sums == 0)
+        p /= sums
+        return p
 
     def backward(self, dout):
         q, k, v, p, scale, drop = self.q, self.k, self.v, self.p, self.scale, self.drop
         need_q, need_k, need_v, *need_mask = self.needs_input_grad
         # in the forward pass this was: out = softmax(q @ k^T * scale + mask) @ v
         weights = p if drop is None else p * drop  # D, what multiplied V in forward
-        dv = unbroadcast(product(weights.swapaxes(-1, -2), dout), v.shape) if need_v else None
-        dp = product(dout, v.swapaxes(-1, -2))  # dD
+        dv = unbroadcast(self.product(weights.swapaxes(-1, -2), dout), v.shape) if need_v else None
+        dp = self.product(dout, v.swapaxes(-1, -2))  # dD
         if drop is not None:
             dp *= drop  # dP = dD * keep / (1 - p)
-        kernels = self.kernels  # minigrad.kernels if forward ran under mg.compiled() (speed: compiled, by rows)
-        if kernels and kernels.takes(dp) and kernels.takes(p):
-            ds = kernels.softmax_backward(as_rows(dp), as_rows(p), out=as_rows(dp)).reshape(dp.shape)
-        else:
-            ds = dp - row_sums(as_rows(dp * p)).reshape(dp.shape[:-1] + (1,))
-            ds *= p
-        dq = unbroadcast(product(ds, k) * scale, q.shape) if need_q else None
-        dk = unbroadcast(product(ds.swapaxes(-1, -2), q) * scale, k.shape) if need_k else None
+        ds = self.softmax_backward(dp, p)  # dS = P * (dP - rowsum(dP * P))
+        dq = unbroadcast(self.product(ds, k) * scale, q.shape) if need_q else None
+        dk = unbroadcast(self.product(ds.swapaxes(-1, -2), q) * scale, k.shape) if need_k else None
         if not need_mask:
             return dq, dk, dv
         return dq, dk, dv, unbroadcast(ds, self.mask_shape) if need_mask[0] else None
+
+    @staticmethod
+    def softmax_backward(dp, p):
+        """dS = P * (dP - rowsum(dP * P)), softmax's backward along each row (dP's memory may be reused)."""
+        ds = dp - row_sums(as_rows(dp * p)).reshape(dp.shape[:-1] + (1,))
+        ds *= p
+        return ds
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any = None,

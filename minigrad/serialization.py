@@ -104,7 +104,7 @@ def _split(tree: dict[Any, Any], path: list[str], arrays: dict[str, np.ndarray],
         if isinstance(value, dict):
             plain[name] = _split(value, [*path, name], arrays, int_keys)
         elif isinstance(value, Tensor) or hasattr(value, "dtype"):  # a tensor, a NumPy or CuPy array or scalar
-            array = backend.to_numpy(value.data if isinstance(value, Tensor) else value)
+            array = backend.to_numpy(value.array if isinstance(value, Tensor) else value)
             if array.dtype.kind in "OV":
                 raise TypeError(f"save: {where}/{name} is an array of dtype {array.dtype}, which load() could not "
                                 "read back without pickle")

@@ -25,7 +25,7 @@ from minigrad.arrays import (
     unbroadcast,
 )
 from minigrad.dtypes import DType, float32, number_dtype
-from minigrad.tensor import Function, Tensor, modes
+from minigrad.tensor import Function, Tensor, saves_index
 
 # ---- shape ----
 
@@ -71,8 +71,8 @@ def view(x: Tensor, *shape: int) -> Tensor:
         raise TypeError(f"view: expected a shape, got {shape[0]!r}; view(dtype), which reads the bits as another "
                         "dtype, is not supported: x.to(dtype) converts the values")
     y = reshape(x, *shape)
-    if y.data.size and not backend.get_array_module(x.data).may_share_memory(y.data, x.data):
-        raise RuntimeError(f"view: a tensor of shape {x.shape} and strides {x.data.strides} cannot be read as shape "
+    if y.array.size and not backend.get_array_module(x.array).may_share_memory(y.array, x.array):
+        raise RuntimeError(f"view: a tensor of shape {x.shape} and strides {x.array.strides} cannot be read as shape "
                            f"{y.shape} without a copy (one of its dimensions spans two separate parts of memory, as "
                            "after a transpose); use x.reshape(...), which copies, or x.contiguous().view(...)")
     return y
@@ -133,11 +133,12 @@ def _is_basic(index: tuple) -> bool:
 
 def getitem(x: Tensor, index: Any) -> Tensor:
     """x[index] for ints, slices, None, Ellipsis and integer or boolean arrays (as lists, arrays or tensors)."""
-    index = index_tuple(index, x.device)
+    given, index = index, index_tuple(index, x.device)
     try:
-        return GetItem.apply(x, index=index)
+        y = GetItem.apply(x, index=index)
     except IndexError as err:
         raise IndexError(f"getitem: index {index} into a tensor of shape {x.shape}: {err}") from None
+    return y if _is_basic(index) else saves_index(y, *(given if isinstance(given, tuple) else (given,)))
 
 
 def index_tuple(index: Any, device: str) -> tuple:
@@ -186,7 +187,7 @@ def setitem(x: Tensor, index: Any, value: Any) -> Tensor:
     does): what x[index] = value computes, before it lands in x's memory (Tensor.__setitem__)."""
     index = index_tuple(index, x.device)
     v = value.to(x.dtype) if isinstance(value, Tensor) else Tensor.wrap(as_array(value, x.dtype, x.device, "setitem"))
-    target = x.data[index].shape  # the shape of the place written
+    target = x.array[index].shape  # the shape of the place written
     if v.ndim > len(target):  # NumPy lets extra leading axes of size 1 through
         if any(n != 1 for n in v.shape[:v.ndim - len(target)]):
             raise ValueError(f"setitem: a value of shape {v.shape} does not fit x[index] of shape {target}")
@@ -195,27 +196,6 @@ def setitem(x: Tensor, index: Any, value: Any) -> Tensor:
         return SetItem.apply(x, v, index=index)
     except IndexError as err:
         raise IndexError(f"setitem: index {index} into a tensor of shape {x.shape}: {err}") from None
-
-
-class CopySlices(Function):
-    """y = base with its view (the view ops `steps` from the base) replaced by v, after an in-place write into
-    the view (Tensor._write), as PyTorch's CopySlices; forward returns the base's array, already written.
-    dbase = dout with 0 where the view lies,  dv = dout where the view lies, in the view's shape"""
-
-    def forward(self, base, v, steps):
-        self.base_shape, self.steps = base.shape, steps
-        return base
-
-    def backward(self, dout):
-        xp = backend.get_array_module(dout)
-        where = xp.arange(math.prod(self.base_shape)).reshape(self.base_shape)  # each element's flat position
-        for cls, options, index in self.steps:  # ... cut as the view was: the positions the view covers
-            where = cls().forward(where, **options)
-            where = where if index is None else where[index]
-        flat = xp.ascontiguousarray(dout).reshape(-1)
-        dbase = flat.copy()
-        dbase[where.reshape(-1)] = 0
-        return dbase.reshape(self.base_shape), flat[where]
 
 
 def copied(x: Tensor, src: Any) -> Tensor:
@@ -521,12 +501,12 @@ def gather(x: Tensor, dim: int, index: Any) -> Tensor:
     """Values of x picked along `dim` by integer `index`, as torch.gather: index has x's number of
     axes, no larger than x's along the others, and the result has index's shape."""
     d = as_axis("gather", dim, x.shape)
-    index = index_array("gather", index, x.device, "iu", moved=False)  # still where it came from: see indices_in_range
+    given, index = index, index_array("gather", index, x.device, "iu", moved=False)  # still where it came from
     if index.ndim != x.ndim or any(m > n for i, (m, n) in enumerate(zip(index.shape, x.shape, strict=True)) if i != d):
         raise ValueError(f"gather: index of shape {index.shape} for a tensor of shape {x.shape} along dim {dim}: "
                          "it needs as many axes, none larger than the tensor's except along dim")
     index = indices_in_range("gather", index, x.device, x.shape[d], "index")
-    return Gather.apply(x, index=index, dim=d)
+    return saves_index(Gather.apply(x, index=index, dim=d), given)
 
 
 # ---- embedding, one_hot ----
@@ -535,18 +515,16 @@ class EmbeddingFunction(Function):
     """y = w[indices];  dw = zeros with each row of dout added at its index (repeats accumulate), except the row
     padding_idx (if given), which gets none"""
 
+    add_rows = staticmethod(backend.scatter_add)  # target[indices[i]] += rows[i], repeated indices accumulating
+
     def forward(self, w, indices, padding_idx):
         self.w_shape, self.indices, self.padding_idx = w.shape, indices, padding_idx
-        self.kernels = modes.kernels  # minigrad.kernels under mg.compiled(), kept for backward
         return w[indices]
 
     def backward(self, dout):
         dw = backend.get_array_module(dout).zeros(self.w_shape, dtype=dout.dtype)
         rows = dout.reshape(self.indices.size, self.w_shape[1])
-        if self.kernels and self.kernels.takes(rows):  # speed: compiled, row by row (dw: zeros like rows)
-            self.kernels.add_rows(dw, self.indices.reshape(-1), rows)
-        else:
-            backend.scatter_add(dw, self.indices.reshape(-1), rows)
+        self.add_rows(dw, self.indices.reshape(-1), rows)
         if self.padding_idx is not None:
             dw[self.padding_idx] = 0  # the padding row: as if it were a constant
         return (dw,)
@@ -563,7 +541,7 @@ def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Ten
     if padding_idx is not None:
         padding_idx = padding_index("embedding", padding_idx, weight.shape[0])
     indices = indices_in_range("embedding", input, weight.device, weight.shape[0], "index")
-    return EmbeddingFunction.apply(weight, indices=indices, padding_idx=padding_idx)
+    return saves_index(EmbeddingFunction.apply(weight, indices=indices, padding_idx=padding_idx), input)
 
 
 def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
@@ -575,9 +553,9 @@ def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
     if num_classes == -1:
         if indices.numel() == 0:
             raise ValueError("one_hot: an empty tensor has no largest index; pass num_classes")
-        num_classes = int(indices.data.max()) + 1
+        num_classes = int(indices.array.max()) + 1
     if num_classes < 1:
         raise ValueError(f"one_hot: num_classes must be positive or -1, got {num_classes}")
-    check_range("one_hot", indices.data, num_classes, "index")
-    xp = backend.get_array_module(indices.data)
-    return Tensor.wrap((indices.data[..., None] == xp.arange(num_classes)).astype("int64"))
+    check_range("one_hot", indices.array, num_classes, "index")
+    xp = backend.get_array_module(indices.array)
+    return Tensor.wrap((indices.array[..., None] == xp.arange(num_classes)).astype("int64"))

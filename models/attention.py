@@ -67,18 +67,9 @@ class MultiHeadSelfAttention(nn.Module):
         layer's steps appended, as graph tensors (q, k, v, scores before the mask, weights, out; see GPT.forward)."""
         B, T, C = x.shape
         nh, n_kv, hs = self.n_heads, self.n_kv_heads, self.head_size
-
-        one_node = mg.is_fused_enabled() and cache is None and trace is None  # speed: steps 1-4 below as one node
-        if one_node and mg.is_compiled_enabled():  # speed: and the three below as one product, cut into heads
-            q, k, v = self.qkv_heads(x)
-        else:
-            # Q, K, V are plain projections of x, each one matrix for all heads at once
-            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # (B, T, nh*hs), (B, T, n_kv*hs) twice
-
-            # multi-head split: head h owns channels [h*hs, (h+1)*hs) of each
-            q = q.reshape(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
-            k = k.reshape(B, T, n_kv, hs).transpose(1, 2)  # (B, n_kv, T, hs)
-            v = v.reshape(B, T, n_kv, hs).transpose(1, 2)  # (B, n_kv, T, hs)
+        one_node = mg.is_fused_enabled() and cache is None and trace is None  # speed: steps 1-4 as one node, SDPA
+        heads = self.qkv_heads if one_node and mg.is_compiled_enabled() else self.heads  # speed: Q, K, V one product
+        q, k, v = heads(x)  # (B, nh, T, hs), (B, n_kv, T, hs) twice
         if self.rotary is not None:  # LLaMA: q and k turned by their positions' angles
             start = 0 if cache is None else len(cache)
             q, k = self.rotary(q, start), self.rotary(k, start)
@@ -87,28 +78,50 @@ class MultiHeadSelfAttention(nn.Module):
         if n_kv != nh:  # grouped-query attention: each key/value head serves nh // n_kv query heads
             k, v = (t.reshape(B, n_kv, 1, t.shape[2], hs).expand(B, n_kv, nh // n_kv, t.shape[2], hs)
                     .reshape(B, nh, t.shape[2], hs) for t in (k, v))  # (B, nh, T_k, hs)
-        T_k = k.shape[2]
-        if one_node:
-            out = F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_dropout.p if self.training else 0.0,
-                                                 is_causal=True)  # (B, nh, T, hs)
-        else:
-            # step 1, scores: each query against every key, divided by sqrt(d_k) to keep softmax well scaled
-            scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T_k)
-
-            # step 2, causal mask: a position may not look at later positions (their scores become -inf)
-            masked = scores + F.causal_mask(T, T_k, dtype=x.dtype, device=x.device)  # + 0, or + -inf for a later key
-
-            # step 3, softmax over each row: weights in [0, 1] that sum to 1
-            weights = F.softmax(masked, dim=-1)  # (B, nh, T, T_k)
-
-            # step 4, weighted sum of the values: b_i = sum_j weights_ij v_j
-            out = self.attn_dropout(weights) @ v  # (B, nh, T, hs)
+        attend = self.one_node if one_node else self.four_steps
+        out = attend(q, k, v, trace)  # (B, nh, T, hs)
 
         # merge the heads back side by side, then the output projection
         out = out.transpose(1, 2).reshape(B, T, nh * hs)  # (B, T, nh*hs), which is C unless head_size says otherwise
         if trace is not None:
-            trace.append({"q": q, "k": k, "v": v, "scores": scores, "weights": weights, "out": out})
+            trace[-1]["out"] = out
         return self.resid_dropout(self.proj(out))  # (B, T, C)
+
+    def heads(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Q, K, V: plain projections of x (B, T, C), each one matrix for all heads at once, split into the heads."""
+        B, T, _ = x.shape
+        nh, n_kv, hs = self.n_heads, self.n_kv_heads, self.head_size
+        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # (B, T, nh*hs), (B, T, n_kv*hs) twice
+
+        # multi-head split: head h owns channels [h*hs, (h+1)*hs) of each
+        q = q.reshape(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
+        k = k.reshape(B, T, n_kv, hs).transpose(1, 2)  # (B, n_kv, T, hs)
+        v = v.reshape(B, T, n_kv, hs).transpose(1, 2)  # (B, n_kv, T, hs)
+        return q, k, v
+
+    def four_steps(self, q: Tensor, k: Tensor, v: Tensor, trace: list[dict[str, Tensor]] | None = None) -> Tensor:
+        """The walkthrough's four steps: q (B, nh, T, hs) against k and v (B, nh, T_k, hs) -> (B, nh, T, hs)."""
+        T, T_k, hs = q.shape[2], k.shape[2], q.shape[3]
+
+        # step 1, scores: each query against every key, divided by sqrt(d_k) to keep softmax well scaled
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T_k)
+
+        # step 2, causal mask: a position may not look at later positions (their scores become -inf)
+        masked = scores + F.causal_mask(T, T_k, dtype=q.dtype, device=q.device)  # + 0, or + -inf for a later key
+
+        # step 3, softmax over each row: weights in [0, 1] that sum to 1
+        weights = F.softmax(masked, dim=-1)  # (B, nh, T, T_k)
+
+        # step 4, weighted sum of the values: b_i = sum_j weights_ij v_j
+        out = self.attn_dropout(weights) @ v  # (B, nh, T, hs)
+        if trace is not None:
+            trace.append({"q": q, "k": k, "v": v, "scores": scores, "weights": weights})
+        return out
+
+    def one_node(self, q: Tensor, k: Tensor, v: Tensor, trace: None = None) -> Tensor:
+        """The four steps as one graph node, F.scaled_dot_product_attention, with its closed-form backward."""
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_dropout.p if self.training else 0.0,
+                                              is_causal=True)
 
     def qkv_heads(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """q, k and v of forward's two steps (projections, head split) from one matrix product: one BLAS call on a
@@ -116,7 +129,7 @@ class MultiHeadSelfAttention(nn.Module):
         joined for this product (their gradients are rows of its gradient); its output is cut along the heads, as
         views, so that backward gathers the heads' gradients with one copy. Under mg.compiled() only (with the one
         attention node), whose products read such views where they lie: NumPy's stacked products on them made a fused
-        step slower, not faster."""
+        step slower, not faster. The same q, k, v as heads()."""
         B, T, _ = x.shape
         projections = (self.q_proj, self.k_proj, self.v_proj)
         weight = mg.cat([p.weight for p in projections])  # (nh*hs + 2 n_kv*hs, C)

@@ -70,7 +70,7 @@ class RotaryEmbedding(nn.Module):
         T, hs = x.shape[-2], x.shape[-1]
         if hs != self.head_size:
             raise ValueError(f"RotaryEmbedding: input of shape {x.shape}, expected head size {self.head_size} last")
-        xp = backend.get_array_module(x.data)
+        xp = backend.get_array_module(x.array)
         theta = self.base ** (-xp.arange(0, hs, 2) / hs)  # (hs/2,): one turning speed per channel pair
         angle = xp.arange(start, start + T)[:, None] * theta  # (T, hs/2)
         cos = Tensor(xp.cos(angle), dtype=x.dtype, device=x.device)  # (T, hs/2), broadcast over B and nh

@@ -151,15 +151,15 @@ def test_backward_frees_saved_arrays(rand) -> None:
     h = x @ w
     s = F.softmax(h)
     y = s.sum()
-    nodes = [h._ctx, s._ctx]
+    nodes = [h.grad_fn, s.grad_fn]
     for fn in nodes:
         assert fn.parents is not None
-    assert vars(h._ctx)  # matmul saved its inputs for backward
+    assert vars(h.grad_fn)  # matmul saved its inputs for backward
     y.backward()
     for fn in nodes:
         assert fn.parents is None
         assert not [k for k, v in vars(fn).items() if isinstance(v, np.ndarray)]  # no saved array is left behind
-    assert y._ctx.parents is not None  # sum saved only a shape: whole, so that a second backward() may pass
+    assert y.grad_fn.parents is not None  # sum saved only a shape: whole, so that a second backward() may pass
 
 
 def test_a_graph_that_saved_no_array_can_be_gone_through_twice(rand) -> None:
@@ -183,7 +183,7 @@ def test_retain_graph_keeps_saved_arrays(rand) -> None:
     x = rand(2, 3)
     y = (x * x).sum()
     y.backward(retain_graph=True)
-    assert y._ctx.parents is not None
+    assert y.grad_fn.parents is not None
 
 
 # ---- gradients never alias each other or the caller's arrays ----
@@ -242,7 +242,7 @@ def test_leaf_grads_own_their_memory(case: Case, device: str) -> None:
     upstream = backend.to_device(np.random.default_rng(2).standard_normal(out.shape), device)
     out.backward(upstream)
     xp = backend.get_array_module(upstream)
-    grads = [x.grad for x in inputs]
+    grads = [x.grad.array for x in inputs]  # the arrays themselves
     for i, g in enumerate(grads):
         assert g is not None and g.base is None, f"input {i}: .grad is a view"
         assert not xp.shares_memory(g, upstream)
@@ -298,7 +298,7 @@ def test_tensor_default_dtypes(device) -> None:
     assert mg.tensor([1, 2], dtype=mg.float64, device=device).dtype == mg.float64
     t = mg.tensor([[1.0, 2.0, 3.0]], device=device)
     assert t.shape == (1, 3) and t.ndim == 2 and t.device == device
-    assert isinstance(t.data, backend.module_for(device).ndarray)
+    assert isinstance(t.array, backend.module_for(device).ndarray)
     np.testing.assert_array_equal(t.numpy(), [[1.0, 2.0, 3.0]])
 
 
@@ -356,7 +356,7 @@ def test_to_device_and_dtype(rand, device) -> None:
     assert x.to(device) is x  # nothing changes: no copy
     assert x.to(mg.float64) is x
     c = x.to("cpu")
-    assert c.device == "cpu" and isinstance(c.data, np.ndarray)
+    assert c.device == "cpu" and isinstance(c.array, np.ndarray)
     np.testing.assert_array_equal(c.numpy(), x.numpy())
     f = x.to(mg.float32)
     assert f.dtype == mg.float32 and f.device == device and f.requires_grad and not f.is_leaf
@@ -371,7 +371,7 @@ def test_detach(rand) -> None:
     y = x * 2.0
     d = y.detach()
     assert not d.requires_grad and d.is_leaf
-    assert d.data is y.data  # same values, no copy
+    assert d.array is y.array  # same values, no copy
     (d * x).sum().backward()
     np.testing.assert_allclose(grad(x), d.numpy(), rtol=1e-12)  # d is a constant
 

@@ -153,8 +153,8 @@ def test_what_torch_refuses_is_refused(name):
 
 def test_a_grad_of_the_right_kind_is_taken_and_accumulated_into():
     x, _ = pair()
-    x.grad = mg.ones(3, dtype=mg.float64)  # a tensor: its array is taken
-    assert isinstance(x.grad, np.ndarray)
+    x.grad = mg.ones(3, dtype=mg.float64)  # a tensor: taken as it is
+    assert isinstance(x.grad, mg.Tensor) and isinstance(x.grad.array, np.ndarray)
     (x * 2).sum().backward()
     np.testing.assert_array_equal(x.grad, np.full(3, 3.0))
     x.grad = None

@@ -174,7 +174,7 @@ def test_the_compiled_kind_is_a_default_with_numba_and_runs_fused_and_compiled(m
     assert all(result["ms"][phase] > 0 for phase in bench.PHASES) and len(result["step_ms"]) == 2
     assert seen and not mg.is_compiled_enabled()  # its kernels ran, and the switch is off again
     profile = bench.profile_primitives("tiny", 1, 0, fused=True, compiled=True)
-    assert any(r["name"] == "ScaledDotProductAttentionFunction" for r in profile["primitives"])
+    assert any(r["name"] == "CompiledAttention" for r in profile["primitives"])
 
 
 def test_the_compiled_kind_is_refused_by_name_off_the_cpu_and_left_out_by_default(capsys):

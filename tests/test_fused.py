@@ -90,10 +90,10 @@ def test_in_place_kernels_pass_the_gradient_check(case, small_blocks):
 def test_gelu_saves_nothing_without_grad():
     x = mg.randn(4, 8)
     y = F.gelu(x, approximate="tanh")
-    assert y._ctx is None
+    assert y.grad_fn is None
     with mg.no_grad():
         y = F.gelu(mg.randn(4, 8, requires_grad=True), approximate="tanh")
-    assert y._ctx is None
+    assert y.grad_fn is None
 
 
 def _nodes(module, x):
@@ -130,12 +130,12 @@ def test_attention_as_one_node_equals_the_steps_written_out(n_kv_heads, dropout,
         with mg.fused(fused), mg.compiled(compiled and fused):
             out = attn(x)
         out.backward(dout)
-        return [backend.to_numpy(a) for a in (out.data, x.grad, *(p.grad for p in attn.parameters()))]
+        return [a.numpy() for a in (out, x.grad, *(p.grad for p in attn.parameters()))]
 
     written, one_node = run(False), run(True)
     if compiled:  # the joined product ran
         with mg.fused(), mg.compiled():
-            assert {"Cat", "Split", "ScaledDotProductAttentionFunction"} <= set(_nodes(attn, x))
+            assert {"Cat", "Split", "CompiledAttention"} <= set(_nodes(attn, x))
     largest = max(np.abs(w).max() for w in written)  # k_proj's bias gets 0 but rounding: softmax ignores a shift
     for w, o in zip(written, one_node, strict=True):
         np.testing.assert_allclose(o, w, rtol=1e-12, atol=1e-13 * largest)
@@ -178,7 +178,7 @@ def test_gpt_step_under_fused_matches_plain():
         rng = np.random.default_rng(0)
         _, loss = model(rng.integers(0, 11, (3, 8)), rng.integers(0, 11, (3, 8)))
         loss.backward()
-        return loss.item(), {n: p.grad for n, p in model.named_parameters()}
+        return loss.item(), {n: p.grad.numpy() for n, p in model.named_parameters()}
 
     loss, grads = step()
     with mg.fused():

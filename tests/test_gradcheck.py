@@ -199,7 +199,7 @@ def test_gradcheck_leaves_the_inputs_gradient_as_it_was(rand) -> None:
     """It overwrote .grad that the caller had accumulated; torch's gradcheck leaves it too."""
     x = rand(2, 3)
     (x * x).sum().backward()
-    accumulated = x.grad.copy()
+    accumulated = x.grad.numpy().copy()
     assert gradcheck(lambda t: (t * 3.0).tanh(), x)
     np.testing.assert_array_equal(x.grad, accumulated)
     fresh = rand(2, 3)
@@ -227,9 +227,9 @@ def test_gradcheck_leaves_the_input_unperturbed_when_fn_raises(rand) -> None:
 def test_gradcheck_perturbs_a_view_in_place_without_replacing_its_array(rand) -> None:
     base = rand(4, 3)
     x = base.detach().T.requires_grad_()  # not C-contiguous
-    array = x.data
+    array = x.array
     assert gradcheck(lambda t: t.sin() * t, x)
-    assert x.data is array and not x.data.flags.c_contiguous
+    assert x.array is array and not x.array.flags.c_contiguous
     np.testing.assert_array_equal(x.numpy(), base.numpy().T)
 
 
@@ -380,7 +380,7 @@ FUSED_VS_COMPOSED = {
 def test_fused_backward_matches_composed(rand, name) -> None:
     fused, composed, shapes = FUSED_VS_COMPOSED[name]
     inputs = [rand(*s) for s in shapes]
-    twins = [mg.tensor(t.data.copy(), requires_grad=True, device=t.device) for t in inputs]
+    twins = [mg.tensor(t.numpy().copy(), requires_grad=True, device=t.device) for t in inputs]
     y_fused, y_composed = fused(*inputs), composed(*twins)
     np.testing.assert_allclose(y_fused.numpy(), y_composed.numpy(), rtol=1e-12, atol=1e-14)
     g = np.random.default_rng(7).standard_normal(y_fused.shape)
@@ -396,5 +396,5 @@ def test_fused_ops_are_single_graph_nodes(rand) -> None:
     x, w, b = rand(2, 5), rand(5), rand(5)
     for y, inputs in ((F.softmax(x), [x]), (F.log_softmax(x), [x]), (F.layer_norm(x, w.shape, w, b), [x, w, b]),
                       (F.cross_entropy(x, [1, 3]), [x]), (F.gelu(x), [x])):
-        parents = y._ctx.parents
+        parents = y.grad_fn.parents
         assert len(parents) == len(inputs) and all(p is t for p, t in zip(parents, inputs, strict=True))

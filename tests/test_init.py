@@ -84,9 +84,9 @@ def test_each_draw_has_torch_s_distribution(name, fill, torch_fill, kind):
 
 def test_a_draw_is_in_place_seeded_and_keeps_dtype():
     w = mg.zeros(4, 5, dtype=mg.float64, requires_grad=True)
-    array = w.data
+    array = w.array
     mg.manual_seed(3)
-    assert init.kaiming_uniform_(w) is w and w.data is array and w.dtype == np.float64
+    assert init.kaiming_uniform_(w) is w and w.array is array and w.dtype == np.float64
     first = w.numpy().copy()
     mg.manual_seed(3)
     init.kaiming_uniform_(w)

@@ -84,7 +84,7 @@ def test_data_assignment_and_load_state_dict_count_as_writes():
     t.data = np.ones(3, dtype=np.float32)
     t.data = mg.full(3, 2.0)  # a tensor's array, as torch's x.data = y takes a tensor
     assert t._version == 2 and t.numpy().tolist() == [2.0, 2.0, 2.0]
-    with pytest.raises(TypeError, match="data: expected a NumPy or CuPy array of numbers, got list"):
+    with pytest.raises(TypeError, match=r"data: expected a tensor \(or a NumPy or CuPy array\) of numbers, got list"):
         t.data = [1.0, 2.0]
 
 
@@ -575,3 +575,70 @@ def test_a_parameter_shares_the_memory_it_is_made_from_as_torchs():
     np.testing.assert_array_equal(array, np.ones((2, 2)))
     frozen = nn.Parameter(array, requires_grad=False)
     assert not frozen.requires_grad
+
+
+# ---- index and mask tensors a node keeps for backward ----
+
+def _index_cases(lib):
+    """(name, make): make() builds a graph through an op that keeps an index or mask tensor, writes that tensor in
+    place, and returns the loss, in minigrad (lib = mg) or in torch (lib = torch)."""
+    Fl = mg.functional if lib is mg else torch.nn.functional
+
+    def embedding():
+        w, i = lib.ones(5, 3, requires_grad=True), lib.tensor([0, 1, 2])
+        loss = (Fl.embedding(i, w) * 2).sum()
+        i.add_(2)
+        return loss
+
+    def gather():
+        x, idx = lib.ones(3, 4, requires_grad=True), lib.tensor([[0, 1, 2, 0]])
+        loss = lib.gather(x, 0, idx).sum()
+        idx.add_(1)
+        return loss
+
+    def getitem_index():
+        x, idx = lib.ones(5, requires_grad=True), lib.tensor([0, 1])
+        loss = (x[idx] * 2).sum()
+        idx.add_(2)
+        return loss
+
+    def getitem_mask():
+        x, m = lib.ones(3, requires_grad=True), lib.tensor([True, False, True])
+        loss = (x[m] * 2).sum()
+        m.copy_(lib.tensor([False, True, True]))
+        return loss
+
+    def masked_fill():
+        x, m = lib.ones(3, requires_grad=True), lib.tensor([True, False, True])
+        loss = (x.masked_fill(m, 0.0) * 2).sum()
+        m.copy_(lib.tensor([False, True, False]))
+        return loss
+
+    def where():
+        x, m = lib.ones(3, requires_grad=True), lib.tensor([True, False, True])
+        loss = (lib.where(m, x, lib.zeros(3)) * 2).sum()
+        m.copy_(lib.tensor([False, True, False]))
+        return loss
+
+    return {f.__name__: f for f in (embedding, gather, getitem_index, getitem_mask, masked_fill, where)}
+
+
+@pytest.mark.parametrize("name", list(_index_cases(mg)))
+def test_an_index_or_mask_written_after_use_is_refused_as_in_torch(name):
+    """The gradient would go where the index points now (the node keeps the very array the write changed)."""
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        _index_cases(torch)[name]().backward()
+    with pytest.raises(RuntimeError, match=r"an index or mask tensor that \w+ saved .* modified by an in-place"):
+        _index_cases(mg)[name]().backward()
+
+
+def test_an_index_written_before_use_or_given_as_a_list_is_fine():
+    w = mg.ones(5, 3, requires_grad=True)
+    i = mg.tensor([0, 1, 2])
+    i.add_(1)  # before the op: nothing saved it yet
+    (mg.functional.embedding(i, w) * 2).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy()[:, 0], [0, 2, 2, 2, 0])
+    idx = [0, 1]  # not a tensor: nothing to write in place
+    x = mg.ones(5, requires_grad=True)
+    (x[idx] * 2).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2, 2, 0, 0, 0])

@@ -1,6 +1,6 @@
-"""The layout's promises, read from the code itself: imports run one way down except for the Tensor <-> op modules
-tie, no module takes another's private name, and one training iteration of the default run stays a short walk
-through few files, none of them there only for speed.
+"""The layout's promises, read from the code itself: the core imports nothing above the array layer, imports run
+one way down except for the Tensor <-> op modules tie, no module takes another's private name or patches a class,
+and a training step runs the teaching Functions unless a speed switch asks for their compiled implementations.
 """
 
 from __future__ import annotations
@@ -44,6 +44,15 @@ def reaches(graph: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
+ARRAY_LAYER = {"backend", "dtypes", "arrays"}
+
+
+def test_the_core_imports_nothing_above_the_array_layer():
+    graph = engine_imports()
+    assert graph["core"] <= ARRAY_LAYER, f"core.py imports {graph['core'] - ARRAY_LAYER}"
+    assert not reaches(graph, "core") - ARRAY_LAYER  # nor do the modules it imports
+
+
 def test_the_only_import_cycle_is_the_tensor_op_modules_tie():
     graph = engine_imports()
     in_cycles = {m for m in graph if m in reaches(graph, m)}
@@ -81,8 +90,8 @@ def test_no_class_is_patched_in_the_engine_or_the_benchmark():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setattr":
                 target = ast.unparse(node.args[0])
-                # instances only: a module's child (nn.ModuleList) and this thread's switches (tensor.py)
-                assert target in ("self", "modes"), f"{path.name}: setattr({target}, ...)"
+                # instances only: a module's child (nn.ModuleList) and this thread's switches (switches.py)
+                assert target in ("self", "self.state"), f"{path.name}: setattr({target}, ...)"
 
 
 # installed packages (NumPy, ...) are not the project's, even in a virtual environment inside the checkout (.venv)
@@ -113,18 +122,43 @@ def trace_second_iteration(argv: list[str]) -> set[tuple[str, str]]:
     return calls[2]
 
 
-def test_a_training_iteration_is_a_short_walk_through_few_files(capsys):
-    """Batch sampling included; a function counts once however often it is called."""
+# the teaching Functions of the default run's step (GPT, tanh GELU, attention written out), each forward and backward
+TEACHING = {f"{cls}.{method}" for cls in ("EmbeddingFunction", "LayerNormFunction", "LinearFunction", "MatMul",
+                                          "SoftmaxFunction", "SlopeFunction", "CrossEntropyFunction", "Add", "Mul",
+                                          "Reshape", "Permute")
+            for method in ("forward", "backward")}
+SPEED_FILES = {"minigrad/kernels.py", "minigrad/compiled_functions.py"}
+
+
+def test_the_default_step_enters_every_teaching_function_and_no_kernel(capsys):
+    """A breakpoint in a teaching Function is hit whenever no speed option was asked for."""
     called = trace_second_iteration([])
-    files = {f for f, _ in called}
-    assert len(called) <= 115, sorted(called)
-    assert len(files) <= 16, sorted(files)
-    assert "minigrad/runtime.py" not in files and not any(q.startswith("ScaledDotProduct") for _, q in called)
-    assert {"train.py", "models/attention.py", "minigrad/tensor.py"} <= files
+    assert TEACHING <= {q for _, q in called}, sorted(TEACHING - {q for _, q in called})
+    assert not {f for f, _ in called} & SPEED_FILES
+    assert {("minigrad/matmul.py", "product"), ("minigrad/core.py", "Sweep.visit")} <= called
 
 
-def test_the_fast_paths_run_only_when_asked_for(capsys):
+def test_the_compiled_step_runs_the_compiled_implementations_instead(capsys):
+    """The reverse under --compiled (which also asks for attention as one node): the Functions with a compiled
+    implementation run it, on the kernels, and their teaching code is not entered; NumPy's products are not called."""
+    called = trace_second_iteration(["--compiled"])
+    names = {q for _, q in called}
+    assert {"CompiledLayerNorm.forward", "CompiledLayerNorm.backward", "CompiledSlope.forward",
+            "CompiledSlope.backward", "CompiledAttention.weights", "CompiledAttention.softmax_backward",
+            "CompiledEmbedding.add_rows"} <= names
+    assert {("minigrad/kernels.py", k) for k in ("layer_norm_forward", "layer_norm_backward", "gelu_tanh",
+                                                  "multiply", "attention_weights", "softmax_backward", "add_rows",
+                                                  "adam")} <= called
+    replaced = {"LayerNormFunction.forward", "LayerNormFunction.backward", "SlopeFunction.forward",
+                "SlopeFunction.backward", "ScaledDotProductAttentionFunction.weights",
+                "ScaledDotProductAttentionFunction.softmax_backward", "SoftmaxFunction.backward"}
+    assert not names & replaced, sorted(names & replaced)
+    assert ("minigrad/matmul.py", "product") not in called  # every product on the kernels' threads
+
+
+def test_the_fused_path_runs_only_when_asked_for(capsys):
     called = {q for _, q in trace_second_iteration(["--fused"])}
     assert {"ScaledDotProductAttentionFunction.forward", "ScaledDotProductAttentionFunction.backward",
             "Adam.fused_step"} <= called
     assert "SoftmaxFunction.forward" not in called and "Adam.update" not in called
+    assert "Adam.update" in {q for _, q in trace_second_iteration([])}

@@ -304,9 +304,9 @@ def test_torch_reference_matches_logits_loss_and_every_gradient(arch, overrides)
     assert sorted(ref_params) == sorted(name for name, _ in model.named_parameters())
     for name, p in model.named_parameters():
         if name.endswith("attn.k_proj.bias"):  # q . (k_j + b) shifts a query's every score alike: softmax ignores it
-            assert np.abs(p.grad).max() < 1e-12 and ref_params[name].grad.abs().max() < 1e-12
+            assert np.abs(p.grad.numpy()).max() < 1e-12 and ref_params[name].grad.abs().max() < 1e-12
             continue
-        assert np.abs(p.grad).max() > 1e-6, f"{name}: gradient too small to compare"
+        assert np.abs(p.grad.numpy()).max() > 1e-6, f"{name}: gradient too small to compare"
         np.testing.assert_allclose(p.grad, ref_params[name].grad.numpy(), rtol=0, atol=1e-8, err_msg=name)
 
 

@@ -220,7 +220,7 @@ def test_a_parameter_that_is_a_transposed_view_is_updated_in_place(device, make,
             q.grad = backend.to_device(g, device)
         for opt in opts:
             opt.step()
-    assert not p.data.flags.c_contiguous  # still the view of W
+    assert not p.array.flags.c_contiguous  # still the view of W
     assert np.abs(contiguous.numpy() - start).min() > 1e-3  # every element moved
     np.testing.assert_array_equal(p.numpy(), contiguous.numpy())
     np.testing.assert_array_equal(backend.to_numpy(W).T, contiguous.numpy())
@@ -233,7 +233,7 @@ def test_clip_grad_norm_scales_to_max_norm_and_returns_the_norm_before():
     problem.set_grads()
     params = problem.model.parameters()
     params[2].grad = None  # skipped, not an error
-    grads = [p.grad.copy() for p in params if p.grad is not None]
+    grads = [p.grad.numpy().copy() for p in params if p.grad is not None]
     norm = math.sqrt(sum((g**2).sum() for g in grads))
     assert norm > 1.0
     returned = optim.clip_grad_norm_(params, max_norm=1.0)
@@ -248,7 +248,7 @@ def test_clip_grad_norm_scales_to_max_norm_and_returns_the_norm_before():
 def test_clip_grad_norm_leaves_small_gradients_alone():
     problem = Problem()
     problem.set_grads()
-    before = [p.grad.copy() for p in problem.model.parameters()]
+    before = [p.grad.numpy().copy() for p in problem.model.parameters()]
     norm = optim.clip_grad_norm_(problem.model.parameters(), max_norm=1e6)
     assert norm == pytest.approx(math.sqrt(sum((g**2).sum() for g in before)), rel=1e-12)
     for p, g in zip(problem.model.parameters(), before, strict=True):

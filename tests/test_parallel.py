@@ -99,7 +99,7 @@ def test_parallel_adamw_matches_one_thread(monkeypatch):
                 for p in params:
                     p.grad = rng.standard_normal(p.shape)
                 opt.step()
-        return [p.data.copy() for p in params]
+        return [p.numpy().copy() for p in params]
 
     if runtime.threads() == 1:
         pytest.skip("one CPU core: nothing runs in parallel")
@@ -141,7 +141,7 @@ def test_a_forked_child_starts_its_own_thread_pool(monkeypatch):
     if pid == 0:  # the child: one more step, then report by exit status
         try:
             opt.step()
-            os._exit(0 if np.isfinite(p.data).all() else 1)
+            os._exit(0 if np.isfinite(p.numpy()).all() else 1)
         finally:
             os._exit(2)
     for _ in range(200):

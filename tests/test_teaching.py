@@ -52,7 +52,7 @@ def test_retain_grad_on_the_root_and_across_backward_calls(rand) -> None:
     y.retain_grad()
     y.backward(retain_graph=True)
     y.backward()
-    assert isinstance(y.grad, np.ndarray) and y.grad.shape == ()  # an array, not a NumPy scalar
+    assert isinstance(y.grad.array, np.ndarray) and y.grad.shape == ()  # an array, not a NumPy scalar
     np.testing.assert_allclose(grad(y), 2.0)  # accumulated like a leaf's: 1 + 1
     np.testing.assert_allclose(grad(x), np.full((2, 2), 6.0))
 
@@ -247,7 +247,7 @@ def test_an_option_passed_by_position_is_named_as_an_option(rand) -> None:
 
     x = rand(3)
     with pytest.raises(TypeError, match=r"^scale: input 1 is a float \(0.5\), not a tensor; options are keyword "
-                                        r"arguments: Scale.apply\(x, name=0.5\) calls forward\(x.data, name=0.5\)"):
+                                        r"arguments: Scale.apply\(x, name=0.5\) calls forward\(x.array, name=0.5\)"):
         Scale.apply(x, 0.5)
     with pytest.raises(TypeError, match=r"^scale: input 0 is a ndarray, not a tensor; wrap it with mg.tensor\(\)"):
         Scale.apply(x.numpy(), factor=0.5)

@@ -49,7 +49,7 @@ def test_accumulated_passes_give_the_gradient_and_step_of_one_pass():
     def step(micro_batch: int | None) -> tuple[float, list[np.ndarray]]:
         model = fresh_model()
         loss = train.train_step(model, SGD(model.parameters(), lr=0.1), x, y, 1e9, micro_batch)
-        return loss, [a.copy() for p in model.parameters() for a in (p.grad, p.data)]
+        return loss, [a.numpy().copy() for p in model.parameters() for a in (p.grad, p.data)]
 
     rng = np.random.default_rng(7)
     x, y = rng.integers(0, 7, (4, 5)), rng.integers(0, 7, (4, 5))

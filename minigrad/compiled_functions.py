@@ -1,0 +1,132 @@
+"""The compiled implementations that `with mg.compiled():` runs (the optional extra `pip install -e '.[compiled]'`):
+each is a subclass of a teaching Function whose forward or backward calls a kernel of minigrad/kernels.py on
+float32 CPU arrays, and the teaching code itself on anything else. IMPLEMENTATIONS is the table that
+core.Function.apply chooses from, `modes.implementations.get(cls, cls)`, while mg.compiled() is on (on that thread).
+The teaching Functions stay the definition: tests/test_kernels.py checks every kernel against them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minigrad import backend, kernels
+from minigrad.activations import GeluErfFunction, GeluFunction, SlopeFunction, SoftmaxFunction
+from minigrad.arrays import as_rows
+from minigrad.core import Function
+from minigrad.matmul import LinearFunction, MatMul
+from minigrad.matmul import product as numpy_product
+from minigrad.normalization import LayerNormFunction
+from minigrad.sdpa import ScaledDotProductAttentionFunction
+from minigrad.shapes import EmbeddingFunction
+
+
+def product(a: Any, b: Any) -> Any:
+    """a @ b on the kernels' threads (kernels.product: the BLAS's sgemm, one call a thread) for float32 CPU arrays;
+    matmul.product otherwise."""
+    return kernels.product(a, b) if kernels.multiplies(a, b) else numpy_product(a, b)
+
+
+class CompiledMatMul(MatMul):
+    product = staticmethod(product)
+
+
+class CompiledLinear(LinearFunction):
+    product = staticmethod(product)
+
+
+class CompiledSlope(SlopeFunction):
+    """GELU (tanh or erf, `kernel`): y and dy/dx in one pass over x; backward's product on every core."""
+
+    kernel: str  # the name of its kernel in minigrad.kernels
+
+    def forward(self, x):
+        if not kernels.takes(x):
+            return super().forward(x)
+        y, self.slope = getattr(kernels, self.kernel)(x, slope=bool(self.needs_input_grad))
+        return y
+
+    def backward(self, dout):
+        if kernels.takes(dout) and kernels.takes(self.slope):
+            return (kernels.multiply(dout, self.slope),)
+        return super().backward(dout)
+
+
+class CompiledGelu(CompiledSlope, GeluFunction):
+    kernel = "gelu_tanh"
+
+
+class CompiledGeluErf(CompiledSlope, GeluErfFunction):
+    kernel = "gelu_erf"
+
+
+class CompiledSoftmax(SoftmaxFunction):
+    """Softmax's backward row by row, in one pass."""
+
+    def backward(self, dout):
+        d2 = as_rows(dout)
+        if kernels.takes(d2) and kernels.takes(self.y):
+            dx = kernels.softmax_backward(d2, self.y, out=backend.get_array_module(d2).empty_like(d2))
+            return (dx.reshape(dout.shape),)
+        return super().backward(dout)
+
+
+class CompiledLayerNorm(LayerNormFunction):
+    """Layer norm's forward and backward row by row, each row in one pass."""
+
+    def forward(self, x, *affine, eps):
+        x2 = as_rows(x)
+        self.compiled = all(kernels.takes(a) for a in (x2, *affine))  # kept for backward
+        if not self.compiled:
+            return super().forward(x, *affine, eps=eps)
+        w, b = (*affine, None, None)[:2]
+        y, self.xhat, self.rstd = kernels.layer_norm_forward(x2, w, b, eps)
+        self.w = w
+        return y.reshape(x.shape)
+
+    def backward(self, dout):
+        d2 = as_rows(dout)
+        if not (self.compiled and kernels.takes(d2)):
+            return super().backward(dout)
+        dx, dw, db = kernels.layer_norm_backward(d2, self.xhat, self.rstd, self.w)
+        dx = dx.reshape(dout.shape)
+        return (dx,) if self.w is None else (dx, dw, db)[: len(self.needs_input_grad)]
+
+
+class CompiledAttention(ScaledDotProductAttentionFunction):
+    """Attention's weights row by row, each row's steps in one pass; softmax's backward likewise; the products on the
+    kernels' threads."""
+
+    product = staticmethod(product)
+
+    def weights(self, s, float_mask, hidden, scale):
+        if kernels.takes(s) and not float_mask and (hidden is None or hidden.shape == s.shape[-2:]):
+            return kernels.attention_weights(as_rows(s), hidden, scale).reshape(s.shape)
+        return super().weights(s, float_mask, hidden, scale)
+
+    @staticmethod
+    def softmax_backward(dp, p):
+        if kernels.takes(dp) and kernels.takes(p):
+            return kernels.softmax_backward(as_rows(dp), as_rows(p), out=as_rows(dp)).reshape(dp.shape)
+        return ScaledDotProductAttentionFunction.softmax_backward(dp, p)
+
+
+class CompiledEmbedding(EmbeddingFunction):
+    """The embedding's backward adds the rows in place, one by one, where scatter_add sorts them first."""
+
+    @staticmethod
+    def add_rows(target, indices, rows):
+        if kernels.takes(rows):
+            return kernels.add_rows(target, indices, rows)
+        return EmbeddingFunction.add_rows(target, indices, rows)
+
+
+IMPLEMENTATIONS: dict[type[Function], type[Function]] = {
+    MatMul: CompiledMatMul,
+    LinearFunction: CompiledLinear,
+    GeluFunction: CompiledGelu,
+    GeluErfFunction: CompiledGeluErf,
+    SoftmaxFunction: CompiledSoftmax,
+    LayerNormFunction: CompiledLayerNorm,
+    ScaledDotProductAttentionFunction: CompiledAttention,
+    EmbeddingFunction: CompiledEmbedding,
+}

@@ -1,0 +1,379 @@
+"""The autograd core, the file to read first: Tensor (an array that remembers how it was computed), Function (one
+primitive with a hand-written backward, and one node of the graph), grad mode, the graph's order, and the reverse
+sweep that backward() runs. It imports only the array layer below it (backend, dtypes, arrays).
+
+What PyTorch's contract adds (in-place writes and version counters, hooks, autograd.grad, dtype promotion, the
+methods and operators) and the faster implementations plug in at the points marked `# extension point:`, from
+the modules that minigrad/tensor.py assembles mg.Tensor and mg.Function from; none of them is needed to follow
+one training step. docs/backward.md walks through this file.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from minigrad import backend
+from minigrad.arrays import as_array
+from minigrad.dtypes import DType, check_same_device_and_dtype
+
+# ---- grad mode, and this thread's other switches ----
+
+class Modes(threading.local):
+    """This thread's switches, read by the core (minigrad/switches.py has the context managers that set them). Each
+    thread starts with grad mode on, the teaching implementations and no hook, as in PyTorch for grad mode."""
+
+    def __init__(self) -> None:
+        self.grad = True  # grad mode: whether Function.apply records nodes for backward
+        self.implementations: dict[type[Function], type[Function]] = {}  # teaching Function -> the one that runs
+        self.hook: Callable[[Function, str, Callable[[], Any]], Any] | None = None  # around every forward, backward
+
+
+modes = Modes()
+
+
+def is_grad_enabled() -> bool:
+    return modes.grad
+
+
+# ---- Tensor ----
+
+class Tensor:
+    """An n-dimensional array (`array`, NumPy's or CuPy's) that can require a gradient. A tensor computed from
+    others by a Function remembers that node (`grad_fn`); a leaf (made by the user: a parameter, an input) has
+    none. backward() fills `.grad` of every leaf that requires grad with d(loss)/d(leaf), a tensor of its shape."""
+
+    def __init__(self, data: Any, requires_grad: bool = False, dtype: DType | None = None,
+                 device: str | None = None, *, copy: bool = True) -> None:
+        """A new leaf holding a copy of `data`, as torch.tensor makes one; copy=False shares an array that already
+        has the dtype and device asked for, as torch.as_tensor."""
+        self.array = as_array(data, dtype, device, copy=copy)
+        self._grad: Tensor | None = None
+        self._grad_fn: Function | None = None
+        self._requires_grad = False
+        self.requires_grad = requires_grad  # checked: a bool, for a floating-point tensor
+
+    @classmethod
+    def wrap(cls, array: Any, requires_grad: bool = False) -> Tensor:
+        """A tensor around `array`, already a backend array (or a NumPy scalar): no copy, no check; for results."""
+        t = object.__new__(cls)
+        t.array, t._grad, t._grad_fn, t._requires_grad = as_writable(array), None, None, requires_grad
+        return t
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether backward() reaches this tensor: set on leaves, inherited by whatever is computed from them."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, requires_grad: bool) -> None:
+        if not isinstance(requires_grad, bool):  # "yes" or 0 would pass as a flag; PyTorch refuses them too
+            raise TypeError(f"requires_grad must be True or False, got {type(requires_grad).__name__} "
+                            f"{requires_grad!r:.40}")
+        if requires_grad and self.array.dtype.kind != "f":
+            raise TypeError(f"only floating-point tensors can require grad, got dtype {self.dtype}")
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError(f"requires_grad = False: only a leaf's flag can change, and this tensor was computed "
+                               f"by {self.grad_fn.op}; x.detach() gives its values outside the graph")
+        self._requires_grad = requires_grad
+
+    @property
+    def grad_fn(self) -> Function | None:
+        """The node that computed this tensor; None for a leaf."""
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def grad(self) -> Tensor | None:
+        """d(loss)/d(self), a tensor of self's shape, once backward() has run (summed over backward() calls)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, grad: Tensor | None) -> None:
+        """x.grad = a tensor of x's shape, dtype and device (or None), as in PyTorch; backward() adds into it."""
+        if grad is not None:
+            if not isinstance(grad, Tensor):
+                raise TypeError(f"grad: expected a tensor or None, got {type(grad).__name__}; wrap an array with "
+                                "mg.tensor(array)")
+            if grad is self:
+                raise RuntimeError("grad: a tensor cannot be assigned as its own grad")
+            found, expected = (grad.shape, grad.dtype, grad.device), (self.shape, self.dtype, self.device)
+            if found != expected:
+                raise RuntimeError(f"grad: assigned a gradient of shape {found[0]}, dtype {found[1]} on {found[2]} "
+                                   f"to a tensor of shape {expected[0]}, dtype {expected[1]} on {expected[2]}; it "
+                                   "must match all three")
+        self._grad = grad
+
+    @property
+    def data(self) -> Tensor:
+        """The same values as a tensor outside the graph, sharing this one's memory (as PyTorch's x.data);
+        `x.data = y` makes x hold y's values (y's array itself)."""
+        return TENSOR.wrap(self.array)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        array = value.array if isinstance(value, Tensor) else as_writable(value)
+        if not backend.is_array(array) or array.dtype.kind not in "biuf":
+            raise TypeError(f"data: expected a tensor (or a NumPy or CuPy array) of numbers, got "
+                            f"{type(value).__name__} {getattr(array, 'dtype', '')}")
+        if self.requires_grad and array.dtype.kind != "f":
+            raise TypeError(f"data: a tensor that requires grad holds floats, got dtype {array.dtype}")
+        self.array = array
+
+    shape = property(lambda self: self.array.shape)
+    ndim = property(lambda self: self.array.ndim)
+    dtype = property(lambda self: self.array.dtype)
+    device = property(lambda self: backend.device_of(self.array))
+
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool = False) -> None:
+        """Add d(self)/d(leaf) into `.grad` of every leaf that requires grad; `gradient` is d(loss)/d(self) (None: 1
+        for a scalar). The arrays the graph saved are freed afterwards unless retain_graph=True."""
+        Sweep(retain_graph).run([self], [gradient])
+
+
+def as_writable(value: Any) -> Any:
+    """A NumPy scalar (what NumPy arithmetic on 0-d arrays returns) as a 0-d array, which can be written in place."""
+    return backend.get_array_module(value).asarray(value) if isinstance(value, np.generic) else value
+
+
+# The class of the tensors the engine makes (op results, gradients): Tensor above, until minigrad/tensor.py
+# assembles mg.Tensor from it and the layers around it and names that class here, once, with make_tensors_as().
+TENSOR: type[Tensor] = Tensor
+
+
+def make_tensors_as(cls: type[Tensor]) -> None:
+    global TENSOR
+    TENSOR = cls
+
+
+# ---- Function: one primitive, one graph node ----
+
+class Function:
+    """A primitive with a hand-written backward; an instance is both the graph node and the `ctx` of PyTorch.
+
+    forward(self, *arrays, **options) -> array computes on the inputs' arrays and keeps on self what backward
+    needs; backward(self, dout) returns one dx per input (None where needs_input_grad says none is needed).
+    How to write your own: docs/backward.md, "Writing your own Function".
+    """
+
+    parents: tuple[Function | Tensor | None, ...] | None = ()  # per input: the node that computed it, the leaf
+    needs_input_grad: tuple[bool, ...] = ()  # itself, or None where no gradient is needed; None once freed
+    n_outputs: int | None = None  # how many arrays forward returned in a tuple (split); None: one array
+    op = "function"  # the name in error messages, once per subclass: LinearFunction -> "linear"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.op = cls.__name__.removesuffix("Function").lower()
+
+    @classmethod
+    def apply(cls, *inputs: Tensor, **options: Any) -> Tensor | tuple[Tensor, ...]:
+        """Run forward on the inputs' arrays; where a gradient is wanted, record the node for backward."""
+        node = modes.implementations.get(cls, cls)()  # extension point: which implementation runs (mg.compiled())
+        arrays = node.arrays_of(inputs)
+        recording = modes.grad and any(t.requires_grad for t in inputs)
+        if recording:
+            node.needs_input_grad = tuple(t.requires_grad for t in inputs)
+        try:
+            out = node.call("forward", *arrays, **options)
+        except (ValueError, TypeError) as err:  # a NumPy/CuPy complaint: say which op and which shapes
+            shapes = ", ".join(str(t.shape) for t in inputs)
+            raise type(err)(f"{cls.op}: inputs of shapes {shapes}: {err}") from None
+        several = isinstance(out, tuple)  # several outputs (split): each reaches the node through its own edge
+        results = tuple(TENSOR.wrap(o, recording) for o in (out if several else (out,)))
+        if several:
+            node.n_outputs = len(results)
+        if recording:
+            node.parents = tuple((t.grad_fn or t) if t.requires_grad else None for t in inputs)
+            if several:
+                for i, r in enumerate(results):
+                    r._grad_fn = Output(node, i, r.array)
+            else:
+                results[0]._grad_fn = node
+                node.shape, node.dtype = out.shape, out.dtype  # what it hands its consumers, for the checks
+        node.made(inputs, results, options)  # extension point: versions, views (minigrad/versions.py)
+        return results if several else results[0]
+
+    def arrays_of(self, inputs: Sequence[Tensor]) -> list[Any]:
+        """The inputs' arrays, checked: tensors, all of one dtype and on one device (an extension point: a view whose
+        base was written in place is brought up to date first, minigrad/versions.py)."""
+        for i, t in enumerate(inputs):
+            if not isinstance(t, Tensor):  # an option given by position, or an array not wrapped yet
+                raise TypeError(
+                    f"{self.op}: input {i} is a {type(t).__name__} ({t!r}), not a tensor; options are keyword "
+                    f"arguments: {type(self).__name__}.apply(x, name={t!r}) calls forward(x.array, name={t!r})"
+                    if isinstance(t, (int, float, np.generic)) else
+                    f"{self.op}: input {i} is a {type(t).__name__}, not a tensor; wrap it with mg.tensor()")
+        if len({(t.dtype, type(t.array)) for t in inputs}) > 1:  # another dtype, or another device
+            check_same_device_and_dtype(self.op, inputs)  # raises, naming every input's shape and dtype or device
+        return [t.array for t in inputs]
+
+    def call(self, phase: str, *args: Any, **options: Any) -> Any:
+        """self.forward(...) or self.backward(...); an extension point: mg.intercept's hook runs around them."""
+        run = getattr(self, phase)
+        return run(*args, **options) if modes.hook is None else modes.hook(self, phase, lambda: run(*args, **options))
+
+    def made(self, inputs: Sequence[Tensor], results: Sequence[Tensor], options: dict[str, Any]) -> None:
+        """Called once forward has run and the node is recorded (an extension point: versions, views)."""
+
+    def forward(self, *arrays: Any, **options: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not define forward(self, *arrays, **options), which "
+                                  "returns the output array (docs/backward.md, 'Writing your own Function')")
+
+    def backward(self, dout: Any) -> tuple[Any, ...]:
+        raise NotImplementedError(f"{type(self).__name__} does not define backward(self, dout), which returns one "
+                                  "gradient per input (docs/backward.md, 'Writing your own Function')")
+
+    def release(self) -> None:
+        """Drop the arrays kept for backward once it has used them, and with them the inputs: a second backward()
+        is refused. A node that kept no array (add, reshape: shapes only) stays whole and may run again, as in
+        PyTorch."""
+        kept = [key for key, value in vars(self).items() if holds_array(value)]
+        for key in kept:
+            del self.__dict__[key]
+        if kept:
+            self.parents = None
+
+
+def holds_array(value: Any) -> bool:
+    """An array, or a tuple or list holding one: what release() drops."""
+    if isinstance(value, (tuple, list)):
+        return any(type(v) in backend.ARRAY_TYPES for v in value)
+    return type(value) in backend.ARRAY_TYPES
+
+
+class Output(Function):
+    """The edge to output `index` of a node with several outputs: the sweep files its gradient in the node's list
+    and calls the node's one backward with all of them."""
+
+    def __init__(self, node: Function, index: int, array: Any) -> None:
+        self.parents, self.index = (node,), index
+        self.shape, self.dtype = array.shape, array.dtype  # for the checks, as a one-output node has
+
+
+# ---- backward: the graph in order, then one sweep back through it ----
+
+def graph_order(*starts: Function | Tensor) -> list[Function | Tensor]:
+    """The nodes and leaves that `starts` were computed from, each after everything it was computed from:
+    depth first, with a stack of our own instead of recursion, so that a graph of any depth works."""
+    order: list[Function | Tensor] = []
+    visited: set[int] = set()
+    stack = [(start, False) for start in reversed(starts)]
+    while stack:
+        edge, inputs_done = stack.pop()
+        if inputs_done:
+            order.append(edge)
+        elif id(edge) not in visited:
+            visited.add(id(edge))
+            stack.append((edge, True))
+            if isinstance(edge, Function) and edge.parents is not None:  # a freed node: refused if the sweep gets there
+                stack += [(p, False) for p in edge.parents if p is not None and id(p) not in visited]
+    return order
+
+
+FREED = ("backward(): this graph was already used by a backward() call and its saved arrays were freed; pass "
+         "retain_graph=True to the first call to go through it twice")
+
+
+class Sweep:
+    """One reverse-mode pass: the gradient of every edge (a node, or a leaf tensor), from the outputs back. An edge's
+    gradient is complete once every consumer has sent its part, which the graph's order guarantees. The methods
+    marked as extension points are where autograd.py's sweep adds hooks, chosen inputs, version checks, and sums
+    that reuse memory."""
+
+    def __init__(self, retain_graph: bool) -> None:
+        self.retain_graph = retain_graph
+        self.grads: dict[int, Any] = {}  # id(edge) -> its gradient so far (a list, for a node of several outputs)
+
+    def run(self, outputs: Sequence[Tensor], gradients: Sequence[Any]) -> None:
+        """Sweep from `outputs`, each with its d(loss)/d(output) (None: 1 for a scalar)."""
+        which = [f"output {i}: " if len(outputs) > 1 else "" for i in range(len(outputs))]
+        starts = [self.start(t, g, w) for t, g, w in zip(outputs, gradients, which, strict=True)]
+        enabled, modes.grad = modes.grad, False  # backward computes outside the graph: grad mode off, as in PyTorch
+        try:
+            for edge in reversed(self.order(starts)):
+                dout = self.grads.pop(id(edge), None)
+                if dout is not None:
+                    self.visit(edge, dout)
+        finally:
+            modes.grad = enabled
+
+    def order(self, starts: Sequence[Function | Tensor]) -> list[Function | Tensor]:
+        """The graph behind the starts, in order (an extension point: autograd.py keeps the way to chosen inputs)."""
+        return graph_order(*starts)
+
+    def start(self, t: Tensor, grad: Any, which: str) -> Function | Tensor:
+        """File d(loss)/d(t) under t's edge (a loss's is 1), checked; return the edge."""
+        edge = t.grad_fn or t
+        if not t.requires_grad:
+            raise RuntimeError(f"backward(): {which}this tensor does not require grad: no input it was computed from "
+                               "has requires_grad=True, or it was computed under no_grad()")
+        if grad is None:
+            if t.array.size != 1:
+                raise RuntimeError(f"backward(): {which}output of shape {t.shape} is not a scalar; pass its gradient, "
+                                   "y.backward(dy), or reduce it first (y.sum(), y.mean())")
+            grad = backend.get_array_module(t.array).ones_like(t.array)
+        else:
+            grad = as_array(grad, t.dtype, t.device, "backward")
+            if grad.shape != t.shape:
+                raise ValueError(f"backward(): {which}gradient of shape {grad.shape} for a tensor of shape {t.shape}")
+        self.add(edge, grad)  # two outputs that are one tensor: their gradients add
+        return edge
+
+    def visit(self, edge: Function | Tensor, dout: Any) -> None:
+        """dout, d(loss)/d(the tensor edge stands for), is complete: hand it on (an extension point)."""
+        if isinstance(edge, Tensor):  # a leaf
+            self.accumulate_grad(edge, dout)
+        elif edge.parents is None:  # freed by an earlier backward()
+            raise RuntimeError(FREED)
+        elif isinstance(edge, Output):  # one of several outputs: the node's backward gets them all at once
+            node = edge.parents[0]
+            self.grads.setdefault(id(node), [None] * node.n_outputs)[edge.index] = dout
+        else:
+            for parent, dx in zip(edge.parents, self.input_grads(edge, dout), strict=True):
+                if parent is not None and dx is not None:
+                    self.add(parent, dx)
+        if not self.retain_graph and isinstance(edge, Function):
+            edge.release()
+
+    def input_grads(self, node: Function, dout: Any) -> Sequence[Any]:
+        """node.backward(dout), checked: one gradient per input, each of its input's shape and dtype (an extension
+        point: autograd.py checks versions first)."""
+        dxs = node.call("backward", dout)
+        name = type(node).__name__
+        if not isinstance(dxs, (tuple, list)):
+            raise TypeError(f"{name}.backward returned {type(dxs).__name__} instead of a tuple with one gradient "
+                            f"per input; for a single input write `return (dx,)`")
+        n = len(node.parents)
+        if len(dxs) > n and all(dx is None for dx in dxs[n:]):  # a None for each option, as PyTorch's backward gives
+            dxs = dxs[:n]
+        if len(dxs) != n:
+            raise TypeError(f"{name}.backward returned {len(dxs)} gradients for {n} inputs")
+        dxs = [None if dx is None else as_writable(dx) for dx in dxs]
+        for parent, dx in zip(node.parents, dxs, strict=True):
+            if parent is not None and dx is not None and (dx.shape != parent.shape or dx.dtype != parent.dtype):
+                raise RuntimeError(
+                    f"{name}.backward returned a gradient of shape {dx.shape} and dtype {dx.dtype} for an input of "
+                    f"shape {parent.shape} and dtype {parent.dtype}"
+                    + ("; the gradient of an input that forward broadcast is summed back to its shape "
+                       "(arrays.unbroadcast)" if dx.shape != parent.shape else ""))
+        return dxs
+
+    def add(self, edge: Function | Tensor, dx: Any) -> None:
+        """A tensor used twice gets the sum of the gradients of its two uses (an extension point: autograd.py adds
+        into an array it owns, the same sum with one array fewer)."""
+        total = self.grads.get(id(edge))
+        self.grads[id(edge)] = dx if total is None else total + dx
+
+    def accumulate_grad(self, leaf: Tensor, dout: Any) -> None:
+        """A leaf's .grad: the sum over backward() calls, in its own memory (an extension point: autograd.py skips
+        the copy of an array it owns)."""
+        if leaf.grad is None:
+            leaf.grad = TENSOR.wrap(dout.copy())
+        else:
+            leaf.grad.array += dout
