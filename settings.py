@@ -223,15 +223,16 @@ def pretrained_task(settings: dict[str, Any]) -> tuple[Task, Any, int]:
     return build_task(settings, tokenizer), config, n_params
 
 
-def prompt_ids(task: Task, prompt: str | None) -> list[int]:
-    """A --prompt as the task's token ids (space-separated tokens, or text for the text task); a token (a character)
-    outside the vocabulary is refused, by name. None: the prompt of the first held-out example."""
+def prompt_ids(task: Task | HFTokenizer, prompt: str | None) -> list[int]:
+    """A --prompt as the token ids of a task (space-separated tokens, or text for the text task) or of a loaded model's
+    tokenizer; a token (a character) outside the vocabulary, or bytes that are not UTF-8, are refused by name. None:
+    the prompt of the task's first held-out example."""
     if prompt is None:
         return task.split_prompt(split(task, seed=HELDOUT_SEED).heldout[0][0])[0]
     try:
         return task.encode(prompt)
     except ValueError as err:
-        raise UsageError(str(err)) from None
+        raise UsageError(f"--prompt: {err}") from None
 
 
 def load_pretrained(path: str, dtype: str, device: str) -> tuple[nn.Module, HFTokenizer]:

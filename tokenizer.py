@@ -16,6 +16,25 @@ TOKENIZER_FILE = "tokenizer.json"
 BPE_VOCAB_SIZE = 1024  # BPETokenizer.train's vocabulary unless told: 256 bytes and 768 merges
 
 
+def check_text(text: str) -> None:
+    """Every tokenizer's encode reads a str of Unicode characters, and refuses anything else alike. Bytes that are not
+    UTF-8 on a command line reach Python as lone surrogates (U+DC80 to U+DCFF, its "surrogateescape"): they are named
+    as the bytes they were."""
+    if not isinstance(text, str):
+        raise TypeError(f"encode: expected text (a str), got {type(text).__name__}"
+                        + (": decode the bytes first, such as data.decode('utf-8')" if isinstance(text, bytes) else ""))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        bad = text[err.start:err.end]
+        try:
+            what = f"the bytes {bad.encode('utf-8', 'surrogateescape')!r}"
+        except UnicodeEncodeError:  # surrogates made in Python, not bytes escaped
+            what = "the lone surrogates " + " ".join(f"U+{ord(c):04X}" for c in bad)
+        raise ValueError(f"the text is not valid UTF-8: {what} at character {err.start} of {text!r:.80}; give "
+                         "text in UTF-8 (a terminal or file in another encoding?)") from None
+
+
 class CharTokenizer:
     """One token per distinct character of the text it was made from, in sorted order: "abca" -> a=0, b=1, c=2."""
 
@@ -38,6 +57,7 @@ class CharTokenizer:
         return len(self.chars)
 
     def encode(self, text: str) -> list[int]:
+        check_text(text)
         try:
             return [self.stoi[c] for c in text]
         except KeyError as err:
@@ -65,6 +85,7 @@ class WrappedTokenizer:
         return self.tokenizer.get_vocab_size()
 
     def encode(self, text: str) -> list[int]:
+        check_text(text)
         return self.tokenizer.encode(text).ids
 
     def decode(self, ids: Iterable[int]) -> str:
