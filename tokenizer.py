@@ -12,6 +12,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from models.pretrained import CONFIG, check_fields, resave_command
+
 TOKENIZER_FILE = "tokenizer.json"
 BPE_VOCAB_SIZE = 1024  # BPETokenizer.train's vocabulary unless told: 256 bytes and 768 merges
 
@@ -150,19 +152,30 @@ class HFTokenizer(WrappedTokenizer):
         file = os.path.join(path, TOKENIZER_FILE)
         if not os.path.isfile(file):
             raise ValueError(f"{path} has no {TOKENIZER_FILE} (only a slow tokenizer's vocab.json / merges.txt or "
-                             "tokenizer.model?); write one with transformers: python -c \"from transformers import "
-                             f"AutoTokenizer as T; T.from_pretrained('{path}').save_pretrained('{path}')\"")
+                             "tokenizer.model?); write one with transformers: "
+                             + resave_command("AutoTokenizer", path))
         tk = tokenizers_package()
         try:
             tokenizer = tk.Tokenizer.from_file(file)
         except Exception as err:  # tokenizers raises its own Exception on a file it cannot read
             raise ValueError(f"{file} cannot be read by the tokenizers package: {err}") from None
-        config = {}
-        if os.path.isfile(os.path.join(path, "config.json")):
-            with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
-                config = json.load(f)
+        config, config_file = {}, os.path.join(path, CONFIG)
+        if os.path.isfile(config_file):
+            try:
+                with open(config_file, encoding="utf-8") as f:
+                    config = json.load(f)
+            except (OSError, ValueError) as err:
+                raise ValueError(f"{config_file} cannot be read as JSON: {err}") from None
+            if not isinstance(config, dict):
+                raise ValueError(f"{config_file} holds a JSON {type(config).__name__}, not an object of settings")
+            check_fields(config, config_file)
         bos, eos = (config.get(key) for key in ("bos_token_id", "eos_token_id"))
-        return cls(tokenizer, bos, eos[0] if isinstance(eos, list) and eos else eos)
+        eos = (eos[0] if eos else None) if isinstance(eos, list) else eos
+        for key, i in (("bos_token_id", bos), ("eos_token_id", eos)):
+            if i is not None and not 0 <= i < tokenizer.get_vocab_size():
+                raise ValueError(f"{config_file}: {key} {i} is not a token of {file} (it has "
+                                 f"{tokenizer.get_vocab_size()})")
+        return cls(tokenizer, bos, eos)
 
     def token(self, i: int) -> str:
         """Token i's text (a byte of a character split across tokens shows as U+FFFD); its name where that is empty."""
