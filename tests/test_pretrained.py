@@ -421,6 +421,19 @@ def test_fine_tuning_a_crafted_folder_is_refused_before_anything_is_written(fold
     assert err.count("\n") == 1 and not (tmp_path / "run").exists()
 
 
+def test_explain_writes_over_no_file_of_the_folder(folders, tmp_path, capsys):
+    path = copy_folder(folders, "llama-sharded", tmp_path)
+    files = {f: f.read_bytes() for f in path.iterdir()}
+    for flag, name in (("--html", "model-00002-of-00006.safetensors"), ("--html", "model.safetensors.index.json"),
+                       ("--png", "config.json"), ("--png", "tokenizer.json")):
+        if flag == "--png":
+            pytest.importorskip("matplotlib", reason="the heatmap needs matplotlib (pip install -e '.[plot]')")
+        code, _, err = run_main(capsys, "explain", "--init-from", str(path), "--prompt", "The", flag, str(path / name))
+        assert code == 2 and err.count("\n") == 1
+        assert f"{flag} {path / name} is a file of --init-from {path}; writing there would replace it" in err
+    assert {f: f.read_bytes() for f in path.iterdir()} == files
+
+
 def test_the_hub_s_cache_layout_loads_its_linked_shards(folders, tmp_path):
     """Deliberate: a snapshot of the hub's cache links each of its files to the cache's blobs folder. A shard beside
     the file the index links to is in the folder, as the index is."""
