@@ -14,6 +14,7 @@ import numpy as np
 import minigrad as mg
 from minigrad import backend, nn
 from minigrad.optim import Optimizer
+from models.pretrained import check_finite
 from settings import (
     ARCHITECTURES,
     CHECKPOINT,
@@ -188,10 +189,16 @@ def _per_parameter_state(saved: dict[str, Any], opt: Optimizer) -> dict[str, Any
 
 
 def load_weights(model: nn.Module, ckpt: dict[str, Any]) -> None:
+    """The checkpoint's weights into `model`: each checked to fit, and to be finite (train.py never saves others)."""
     try:
         model.load_state_dict(ckpt["model"])
     except (ValueError, TypeError) as err:
         raise UsageError(f"the checkpoint's weights do not fit its model: {err}") from None
+    for name, value in ckpt["model"].items():
+        try:
+            check_finite("the checkpoint", name, np.asarray(value))
+        except ValueError as err:
+            raise UsageError(str(err)) from None
 
 
 def resume_training(ckpt: dict[str, Any], model: nn.Module, opt: Optimizer, data_rng: np.random.Generator) -> int:

@@ -22,7 +22,18 @@ from checkpoint import load_checkpoint, restore
 from explain_page import page_html
 from minigrad import backend, nn
 from minigrad import functional as F
-from settings import CHECKPOINT, DTYPES, HELDOUT_SEED, UsageError, load_pretrained, prompt_ids, run_cli
+from settings import (
+    CHECKPOINT,
+    DTYPES,
+    HELDOUT_SEED,
+    UsageError,
+    check_writes,
+    folder_files,
+    load_pretrained,
+    prompt_ids,
+    run_cli,
+    run_files,
+)
 from tasks import Task, split
 from tokenizer import HFTokenizer
 
@@ -46,21 +57,31 @@ def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
     p.add_argument("--init-from", metavar="DIR", help="a Hugging Face GPT-2 or LLaMA folder instead of --out; "
                                                      "needs --prompt")
     p.add_argument("--dtype", choices=DTYPES, help="with --init-from: the weights' dtype (default float32)")
+    p.add_argument("--overwrite", action="store_true", help="let --png or --html replace a file this command reads "
+                   "or a checkpoint of the run in --out (refused otherwise)")
     args = p.parse_args(argv)
     if args.png:
         check_png(args.png)
     if args.html:
         check_output("--html", args.html, "attention.html")
 
+    keep = run_files(args.out)  # what --png and --html may not replace: the run's files, and those read below
     if args.init_from:
         if args.prompt is None:
             raise UsageError("--init-from needs a --prompt to explain")
         model, tokenizer = load_pretrained(args.init_from, args.dtype or "float32", args.device)
         task = TokenizerTask(tokenizer)
+        keep.update(folder_files(args.init_from))
     else:
         if args.dtype is not None:
             raise UsageError("--dtype is for --init-from; a checkpoint in --out keeps the dtype it was trained in")
-        task, model = restore(load_checkpoint(args.out), args.device)
+        ckpt = load_checkpoint(args.out)
+        task, model = restore(ckpt, args.device)
+        if ckpt["settings"]["data"] is not None:
+            keep[ckpt["settings"]["data"]] = "--data of the run, the text explain reads"
+    writes = {flag: path for flag, path in (("--png", args.png), ("--html", args.html)) if path is not None}
+    check_writes(writes, keep, args.overwrite, remedy="choose another file name, or give --overwrite to replace it "
+                                                      "on purpose")
     model.eval()
     ids = default_ids(task) if args.prompt is None else prompt_ids(task, args.prompt)
     if not 1 <= len(ids) <= model.config.block_size:

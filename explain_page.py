@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -28,8 +29,14 @@ def page_data(steps: Any) -> dict[str, Any]:
 def page_html(steps: Any) -> str:
     """The whole page: the data as JSON in a script tag (with "<" escaped, so no token can end the tag)."""
     data = json.dumps(page_data(steps), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return (PAGE.replace("{title}", html.escape(f"Attention of every head for {steps.text!r}"))
-            .replace("{css}", CSS).replace("{js}", JS).replace("{data}", data.replace("<", "\\u003c")))
+    return fill(PAGE, title=html.escape(f"Attention of every head for {steps.text!r}"), css=CSS, js=JS,
+                data=data.replace("<", "\\u003c"))
+
+
+def fill(template: str, **values: str) -> str:
+    """`template` with each {name} of `values` replaced by its value, in one pass over the template: a value is never
+    read again, so a prompt holding "{js}" stays those four characters."""
+    return re.sub("{(" + "|".join(values) + ")}", lambda m: values[m[1]], template)
 
 
 PAGE = """<!doctype html>

@@ -34,6 +34,7 @@ from settings import (
     FOLDER_KEYS,
     GELUS,
     HELDOUT_SEED,
+    LOCK,
     MODEL_KEYS,
     PRESETS,
     TOKENIZERS,
@@ -44,7 +45,9 @@ from settings import (
     check_block_size,
     check_device,
     check_settings,
+    check_writes,
     flag,
+    folder_files,
     initial_model,
     model_config,
     pretrained_task,
@@ -57,8 +60,6 @@ try:
     import fcntl  # the --out lock; POSIX only
 except ImportError:
     fcntl = None
-
-LOCK = "train.lock"  # in --out, while a run writes there
 
 
 def main(argv: Sequence[str] | None, loop: Callable[[Run], int]) -> int:
@@ -329,6 +330,10 @@ def check_run(args: argparse.Namespace, world: distributed.World) -> tuple[Any, 
         task = build_task(settings)
         check_block_size(settings, task)
         config = model_config(settings, task)
+    reads = {settings["data"]: "--data, the text the run reads"} if settings["data"] is not None else {}
+    if settings["init_from"] is not None and not ckpt:
+        reads.update(folder_files(settings["init_from"]))
+    check_writes({"the checkpoint": os.path.join(args.out, CHECKPOINT)}, reads, remedy="choose another --out")
     check_memory(config, settings, task.seq_len - 1, args.device, n_params)
     per_step = settings["batch_size"] * settings["grad_accum"]  # sequences per optimizer step
     if per_step % world.size:

@@ -72,7 +72,7 @@ def pretrained_prompt(tokenizer: HFTokenizer, prompt: str | None) -> list[int]:
         raise UsageError("--init-from needs a --prompt (\"\" starts from the beginning-of-text token)")
     if prompt == "" and tokenizer.bos_id is not None:
         return [tokenizer.bos_id]
-    return tokenizer.encode(prompt)
+    return prompt_ids(tokenizer, prompt)
 
 
 class Stream:

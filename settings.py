@@ -5,6 +5,7 @@ one line on stderr.
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import math
 import os
@@ -18,7 +19,7 @@ import minigrad as mg
 from minigrad import backend, nn
 from models import GPT, GPTConfig, Llama, LlamaConfig, pretrained
 from tasks import TASKS, TEXT_CONTEXT, Task, make_task, split
-from tokenizer import BPETokenizer, CharTokenizer, HFTokenizer
+from tokenizer import TOKENIZER_FILE, BPETokenizer, CharTokenizer, HFTokenizer
 
 ARCHITECTURES = {  # --arch: model class and config class. A config takes vocab_size, block_size, n_layer,
     "gpt": (GPT, GPTConfig),  # n_head, n_embd and dropout; the model has forward (with trace=) and generate
@@ -45,6 +46,7 @@ MODEL_KEYS = ("arch", "task", "data", "tokenizer", "vocab_size", "preset", "n_em
 # "hf" and no preset (pretrained_task), and the model's config in the checkpoint
 FOLDER_KEYS = ("arch", "preset", "n_embd", "n_head", "n_layer", "bias", "gelu", "tokenizer", "vocab_size")
 CHECKPOINT = "ckpt.npz"
+LOCK = "train.lock"  # in --out, while a run writes there
 HELDOUT_SEED = 0  # the held-out examples do not change with --seed, so runs compare on the same ones
 
 
@@ -223,15 +225,16 @@ def pretrained_task(settings: dict[str, Any]) -> tuple[Task, Any, int]:
     return build_task(settings, tokenizer), config, n_params
 
 
-def prompt_ids(task: Task, prompt: str | None) -> list[int]:
-    """A --prompt as the task's token ids (space-separated tokens, or text for the text task); a token (a character)
-    outside the vocabulary is refused, by name. None: the prompt of the first held-out example."""
+def prompt_ids(task: Task | HFTokenizer, prompt: str | None) -> list[int]:
+    """A --prompt as the token ids of a task (space-separated tokens, or text for the text task) or of a loaded model's
+    tokenizer; a token (a character) outside the vocabulary, or bytes that are not UTF-8, are refused by name. None:
+    the prompt of the task's first held-out example."""
     if prompt is None:
         return task.split_prompt(split(task, seed=HELDOUT_SEED).heldout[0][0])[0]
     try:
         return task.encode(prompt)
     except ValueError as err:
-        raise UsageError(str(err)) from None
+        raise UsageError(f"--prompt: {err}") from None
 
 
 def load_pretrained(path: str, dtype: str, device: str) -> tuple[nn.Module, HFTokenizer]:
@@ -252,6 +255,48 @@ def folder_errors() -> Iterator[None]:
         yield
     except (ValueError, ImportError, MemoryError) as err:
         raise UsageError(str(err)) from None
+
+
+def run_files(out: str) -> dict[str, str]:
+    """The files of the run in the folder `out` that nothing else may write over (path -> what it is): its checkpoint,
+    the earlier ones a fresh run kept beside it (ckpt-<date>.npz) and its lock."""
+    stem, ext = os.path.splitext(CHECKPOINT)
+    kept = sorted(glob.glob(os.path.join(glob.escape(out), f"{stem}-*{ext}")))
+    return {os.path.join(out, CHECKPOINT): f"the checkpoint of the run in {out}",
+            **{path: f"a checkpoint the run in {out} kept" for path in kept},
+            os.path.join(out, LOCK): f"the lock of the run in {out}"}
+
+
+def folder_files(path: str) -> dict[str, str]:
+    """The files of a Hugging Face folder that --init-from reads (path -> what it is): config.json, tokenizer.json,
+    and the weights, model.safetensors or its index and shards."""
+    with folder_errors():
+        weights = pretrained.weight_files(path)
+    names = (pretrained.CONFIG, TOKENIZER_FILE, pretrained.INDEX)
+    return {file: f"a file of --init-from {path}" for file in [*(os.path.join(path, n) for n in names), *weights]}
+
+
+def check_writes(writes: dict[str, str], keep: dict[str, str], overwrite: bool = False,
+                 remedy: str = "choose another file name") -> None:
+    """The one check of the files a command writes (flag -> path), before it writes any: no two flags write one file,
+    and none writes over a file the command reads or the run keeps (keep: path -> what it is), which would be lost.
+    A refusal is one line ending in `remedy`; overwrite (explain's --overwrite) lets a kept file be replaced on
+    purpose. Paths are one file if they are one inode (a link, another spelling) or resolve to one path."""
+    for i, (flag_, path) in enumerate(writes.items()):
+        for other, other_path in list(writes.items())[:i]:
+            if same_file(path, other_path):
+                raise UsageError(f"{flag_} {path} is also the file of {other}; give each its own file")
+        for kept, what in keep.items():
+            if not overwrite and os.path.exists(kept) and same_file(path, kept):
+                shown = "" if os.path.abspath(path) == os.path.abspath(kept) else f" ({kept})"  # a link, ..
+                raise UsageError(f"{flag_} {path} is {what}{shown}; writing there would replace it: {remedy}")
+
+
+def same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them is not there yet
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def check_vocabulary(path: str, tokenizer: HFTokenizer, config: Any) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tokenizer import BPE_VOCAB_SIZE, BPETokenizer, CharTokenizer, HFTokenizer
+from tokenizer import BPE_VOCAB_SIZE, BPETokenizer, CharTokenizer, HFTokenizer, check_text
 
 TASKS = {  # name: what it teaches (train.py's --help lists these)
     "sort": "digits, then the same digits sorted: compare every earlier digit, not just the last one",
@@ -43,6 +43,7 @@ class Task:
         raise NotImplementedError
 
     def encode(self, text: str) -> list[int]:
+        check_text(text)  # as every tokenizer refuses it
         pieces = text.split()
         for p in pieces:
             if p not in self.stoi:

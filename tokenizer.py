@@ -12,8 +12,29 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from models.pretrained import CONFIG, check_fields, resave_command
+
 TOKENIZER_FILE = "tokenizer.json"
 BPE_VOCAB_SIZE = 1024  # BPETokenizer.train's vocabulary unless told: 256 bytes and 768 merges
+
+
+def check_text(text: str) -> None:
+    """Every tokenizer's encode reads a str of Unicode characters, and refuses anything else alike. Bytes that are not
+    UTF-8 on a command line reach Python as lone surrogates (U+DC80 to U+DCFF, its "surrogateescape"): they are named
+    as the bytes they were."""
+    if not isinstance(text, str):
+        raise TypeError(f"encode: expected text (a str), got {type(text).__name__}"
+                        + (": decode the bytes first, such as data.decode('utf-8')" if isinstance(text, bytes) else ""))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        bad = text[err.start:err.end]
+        try:
+            what = f"the bytes {bad.encode('utf-8', 'surrogateescape')!r}"
+        except UnicodeEncodeError:  # surrogates made in Python, not bytes escaped
+            what = "the lone surrogates " + " ".join(f"U+{ord(c):04X}" for c in bad)
+        raise ValueError(f"the text is not valid UTF-8: {what} at character {err.start} of {text!r:.80}; give "
+                         "text in UTF-8 (a terminal or file in another encoding?)") from None
 
 
 class CharTokenizer:
@@ -38,6 +59,7 @@ class CharTokenizer:
         return len(self.chars)
 
     def encode(self, text: str) -> list[int]:
+        check_text(text)
         try:
             return [self.stoi[c] for c in text]
         except KeyError as err:
@@ -65,6 +87,7 @@ class WrappedTokenizer:
         return self.tokenizer.get_vocab_size()
 
     def encode(self, text: str) -> list[int]:
+        check_text(text)
         return self.tokenizer.encode(text).ids
 
     def decode(self, ids: Iterable[int]) -> str:
@@ -129,19 +152,30 @@ class HFTokenizer(WrappedTokenizer):
         file = os.path.join(path, TOKENIZER_FILE)
         if not os.path.isfile(file):
             raise ValueError(f"{path} has no {TOKENIZER_FILE} (only a slow tokenizer's vocab.json / merges.txt or "
-                             "tokenizer.model?); write one with transformers: python -c \"from transformers import "
-                             f"AutoTokenizer as T; T.from_pretrained('{path}').save_pretrained('{path}')\"")
+                             "tokenizer.model?); write one with transformers: "
+                             + resave_command("AutoTokenizer", path))
         tk = tokenizers_package()
         try:
             tokenizer = tk.Tokenizer.from_file(file)
         except Exception as err:  # tokenizers raises its own Exception on a file it cannot read
             raise ValueError(f"{file} cannot be read by the tokenizers package: {err}") from None
-        config = {}
-        if os.path.isfile(os.path.join(path, "config.json")):
-            with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
-                config = json.load(f)
+        config, config_file = {}, os.path.join(path, CONFIG)
+        if os.path.isfile(config_file):
+            try:
+                with open(config_file, encoding="utf-8") as f:
+                    config = json.load(f)
+            except (OSError, ValueError) as err:
+                raise ValueError(f"{config_file} cannot be read as JSON: {err}") from None
+            if not isinstance(config, dict):
+                raise ValueError(f"{config_file} holds a JSON {type(config).__name__}, not an object of settings")
+            check_fields(config, config_file)
         bos, eos = (config.get(key) for key in ("bos_token_id", "eos_token_id"))
-        return cls(tokenizer, bos, eos[0] if isinstance(eos, list) and eos else eos)
+        eos = (eos[0] if eos else None) if isinstance(eos, list) else eos
+        for key, i in (("bos_token_id", bos), ("eos_token_id", eos)):
+            if i is not None and not 0 <= i < tokenizer.get_vocab_size():
+                raise ValueError(f"{config_file}: {key} {i} is not a token of {file} (it has "
+                                 f"{tokenizer.get_vocab_size()})")
+        return cls(tokenizer, bos, eos)
 
     def token(self, i: int) -> str:
         """Token i's text (a byte of a character split across tokens shows as U+FFFD); its name where that is empty."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from dataclasses import replace
 from typing import Any
 
@@ -19,12 +20,37 @@ from models.llama import Llama, LlamaConfig
 CONFIG, WEIGHTS, INDEX = "config.json", "model.safetensors", "model.safetensors.index.json"
 MODEL_TYPES = {"gpt2": GPT, "llama": Llama}  # config.json's model_type -> the minigrad model that loads it
 GELU = {"gelu_new": "tanh", "gelu_pytorch_tanh": "tanh", "gelu": "none"}  # HF's activation_function -> F.gelu's
-CONVERT = ("python -c \"from transformers import AutoModelForCausalLM as M; "
-           "M.from_pretrained('{0}').save_pretrained('{0}')\"")  # writes model.safetensors beside the .bin files
 # Plan: each tensor of the file (its name without the "transformer." or "model." prefix) -> the minigrad parameters
 # it fills, stacked along their first axis, and whether it is stored (in, out) as HF's Conv1D does (so transposed).
 Plan = dict[str, tuple[list[str], bool]]
 Tensors = dict[str, tuple[str, str, tuple[int, ...], str]]  # a tensor's name -> (its file, full name, shape, dtype)
+# the JSON type of each config.json field that minigrad reads (a number may be written as an integer; true and false
+# are not numbers, though Python's bool is an int), checked before any is used
+JSON_TYPES = {
+    "an integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "a number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "a string": lambda v: isinstance(v, str),
+    "true or false": lambda v: isinstance(v, bool),
+    "an object": lambda v: isinstance(v, dict),
+    "a list of strings": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+    "an integer or a list of integers": lambda v: all(JSON_TYPES["an integer"](x) for x in
+                                                      (v if isinstance(v, list) else [v])),
+}
+FIELDS = {  # top level; in GPT-2's and LLaMA's configs, then the tokenizer's ids
+    "model_type": "a string", "architectures": "a list of strings", "vocab_size": "an integer",
+    "tie_word_embeddings": "true or false",
+    "n_positions": "an integer", "n_layer": "an integer", "n_head": "an integer", "n_embd": "an integer",
+    "n_inner": "an integer", "layer_norm_epsilon": "a number", "activation_function": "a string",
+    "scale_attn_weights": "true or false", "scale_attn_by_inverse_layer_idx": "true or false",
+    "add_cross_attention": "true or false",
+    "max_position_embeddings": "an integer", "num_hidden_layers": "an integer", "num_attention_heads": "an integer",
+    "hidden_size": "an integer", "num_key_value_heads": "an integer", "intermediate_size": "an integer",
+    "head_dim": "an integer", "rms_norm_eps": "a number", "rope_theta": "a number", "rope_parameters": "an object",
+    "rope_scaling": "an object", "hidden_act": "a string", "attention_bias": "true or false",
+    "mlp_bias": "true or false",
+    "bos_token_id": "an integer", "eos_token_id": "an integer or a list of integers",
+}
+ROPE_FIELDS = {"rope_type": "a string", "type": "a string", "rope_theta": "a number"}  # in rope_parameters
 
 
 class PretrainedError(ValueError):
@@ -55,6 +81,7 @@ def load(path: str, dtype: Any = "float32", device: str = "cpu", expect: type | 
     for name, (targets, conv1d) in plan.items():
         file, full, _, kind = tensors[name]
         value = read_tensor(file, full, kind)
+        check_finite(file, full, value)
         value = value.T if conv1d else value  # HF's Conv1D keeps (in, out); minigrad's Linear (out, in)
         sizes = np.cumsum([params[t].shape[0] for t in targets])[:-1]
         for target, part in zip(targets, np.split(value, sizes), strict=True):  # GPT-2's c_attn: W_Q, W_K, W_V
@@ -72,8 +99,11 @@ def read_folder(path: str, expect: type | None = None) -> tuple[type, GPTConfig 
         raise PretrainedError(f"{path} holds a {hf['model_type']} model; load it with {model_class.__name__}"
                               f".from_pretrained, not {expect.__name__}.from_pretrained")
     config = gpt2_config(hf, path) if model_class is GPT else llama_config(hf, path)
-    plan = plan_of(config)
     tensors = read_header(path, "transformer." if model_class is GPT else "model.")
+    if config.n_layer > len(tensors):  # before the plan, which names each layer's tensors: a billion would not end
+        raise PretrainedError(f"{os.path.join(path, CONFIG)}: {config.n_layer:,} layers, more than the weights' "
+                              f"{len(tensors)} tensors could hold")
+    plan = plan_of(config)
     missing = [name for name in plan if name not in tensors]
     if missing:
         raise PretrainedError(f"{path}: tensor {missing[0]!r} is missing from the weights"
@@ -98,12 +128,23 @@ def read_config(path: str) -> dict[str, Any]:
         raise PretrainedError(f"{path} has no {CONFIG}: not a Hugging Face model folder") from None
     except (OSError, ValueError) as err:
         raise PretrainedError(f"{file} cannot be read as JSON: {err}") from None
+    if isinstance(config, dict):
+        check_fields(config, file)
     kind = config.get("model_type") if isinstance(config, dict) else None
     if kind not in MODEL_TYPES:
         names = ", ".join(config.get("architectures") or []) if isinstance(config, dict) else ""
         raise PretrainedError(f"{file}: model_type {kind!r}" + (f" ({names})" if names else "") +
                               f" is not one minigrad loads: {', '.join(MODEL_TYPES)}")
     return config
+
+
+def check_fields(values: dict[str, Any], where: str, fields: dict[str, str] = FIELDS) -> None:
+    """Refuse a field of `values` (of those in `fields` that are present and not null) whose JSON type is not the one
+    minigrad reads it as, naming the field and its value: "1e-5" as an epsilon would fail later, in a traceback."""
+    for key, kind in fields.items():
+        value = values.get(key)
+        if value is not None and not JSON_TYPES[kind](value):
+            raise PretrainedError(f"{where}: {key} must be {kind}, got {value!r:.80} ({type(value).__name__})")
 
 
 def setting(hf: dict[str, Any], key: str, path: str, default: Any = None) -> Any:
@@ -149,6 +190,7 @@ def llama_config(hf: dict[str, Any], path: str) -> LlamaConfig:
     rope_theta, from rope_parameters (newer configs) or the top level (older ones, which have no head_dim either)."""
     refuse_unless(hf, path, hidden_act="silu", attention_bias=False, mlp_bias=False)
     rope = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
+    check_fields(rope, f"{os.path.join(path, CONFIG)}: rope_parameters", ROPE_FIELDS)
     rope_type = rope.get("rope_type", rope.get("type", "default"))
     if rope_type != "default":
         raise PretrainedError(f"{os.path.join(path, CONFIG)}: rope_type {rope_type!r} (rescaled rotary angles) is not "
@@ -220,18 +262,36 @@ def weight_files(path: str) -> list[str]:
     if os.path.isfile(index):
         try:
             with open(index, encoding="utf-8") as f:
-                shards = sorted(set(json.load(f)["weight_map"].values()))
+                shards = set(json.load(f)["weight_map"].values())
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
             raise PretrainedError(f"{index} is not a safetensors index (a JSON weight_map): {err}") from None
-        files = [os.path.join(path, shard) for shard in shards]
+        if not all(isinstance(shard, str) for shard in shards):
+            raise PretrainedError(f"{index}: its weight_map names {next(s for s in shards if not isinstance(s, str))!r}"
+                                  ", not a file name")
+        files = [shard_file(path, index, shard) for shard in sorted(shards)]
         absent = [f for f in files if not os.path.isfile(f)]
         if absent:
             raise PretrainedError(f"{index} lists {absent[0]}, which is not there (an unfinished download?)")
         return files
     if any(name.endswith(".bin") for name in os.listdir(path)):
         raise PretrainedError(f"{path} has PyTorch .bin weights only; minigrad reads safetensors, never pickle. "
-                              f"Convert once (needs transformers and torch): {CONVERT.format(path)}")
+                              "Convert once (needs transformers and torch): "
+                              + resave_command("AutoModelForCausalLM", path))
     raise PretrainedError(f"{path} has no {WEIGHTS} (nor {INDEX} for a sharded checkpoint)")
+
+
+def shard_file(path: str, index: str, shard: str) -> str:
+    """The file of a shard the index names: in the folder, once links are resolved, so that an index naming
+    "../elsewhere/x" or "/x" (or a link to such a place) never has a file read from outside it. Where the index is
+    itself a link, as in the hub's cache (each file of a snapshot links to its blobs folder), beside what it links to
+    is in the folder too."""
+    file = os.path.join(path, shard)
+    real = os.path.realpath(file)
+    roots = {os.path.realpath(path), os.path.dirname(os.path.realpath(index))}
+    if not any(os.path.commonpath([real, root]) == root for root in roots):
+        raise PretrainedError(f"{index} names the shard {shard!r}, which is {real}, outside {path}: a shard must be "
+                              "a file of the folder")
+    return file
 
 
 def read_header(path: str, prefix: str) -> Tensors:
@@ -250,6 +310,15 @@ def read_header(path: str, prefix: str) -> Tensors:
     return tensors
 
 
+def check_finite(file: str, name: str, value: np.ndarray) -> None:
+    """Refuse a tensor holding inf or NaN, by name: a model computes nothing but NaN from it, and the failures that
+    would come later (sampling, the explain page) do not say where it came from."""
+    bad = int(np.count_nonzero(~np.isfinite(value)))
+    if bad:
+        raise PretrainedError(f"{file}: tensor {name!r} has {bad:,} non-finite values (inf or NaN) among its "
+                              f"{value.size:,}: a damaged or diverged model?")
+
+
 def read_tensor(file: str, name: str, kind: str) -> np.ndarray:
     """One tensor as a NumPy array. bfloat16, which NumPy lacks, is read from the file's bytes: a bfloat16 is the
     top 16 bits of the float32 of the same value, so shifting them up gives that float32 exactly."""
@@ -265,6 +334,15 @@ def read_tensor(file: str, name: str, kind: str) -> np.ndarray:
         f.seek(8 + size + begin)
         bits = np.frombuffer(f.read(end - begin), dtype="<u2").reshape(entry["shape"])
     return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def resave_command(auto_class: str, path: str) -> str:
+    """The command that has transformers' `auto_class` read the folder `path` and save it again beside what it read
+    (model.safetensors, a tokenizer.json). The path is a string literal inside one shell-quoted argument, so that
+    whatever it holds (quotes, spaces, $) is read as a path, never as code."""
+    literal = json.dumps(path)  # a double-quoted string that Python reads back as `path`
+    return "python -c " + shlex.quote(f"from transformers import {auto_class} as A; "
+                                      f"A.from_pretrained({literal}).save_pretrained({literal})")
 
 
 def safetensors_open() -> Any:

@@ -6,8 +6,11 @@ the point is what a user sees (stderr, exit status, pipes), train.main in-proces
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -236,6 +239,114 @@ def test_explain_png_that_fails_to_write_leaves_no_file(tmp_path, capsys, monkey
     code, _, err = run_main(capsys, "explain", "--out", str(tmp_path), "--png", str(tmp_path / "a.png"))
     assert code == 2 and "cannot write --png" in one_line(err)
     assert sorted(os.listdir(tmp_path)) == files  # neither a.png nor its temporary file
+
+
+# ---- nothing written over a file the command reads or the run keeps; prompts that are not UTF-8 ----
+
+@pytest.fixture(scope="module")
+def text_run(tmp_path_factory) -> tuple[Path, Path]:
+    """--out of a BPE text run trained twice (the first checkpoint kept as ckpt-<date>.npz), and its --data."""
+    pytest.importorskip("tokenizers", reason="byte-level BPE needs tokenizers (pip install -e '.[text]')")
+    root = tmp_path_factory.mktemp("text_run")
+    data, out = root / "data.txt", root / "run"
+    data.write_text("the cat sat on the mat. " * 20, encoding="utf-8")
+    for _ in range(2):
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert train.main(["--task", "text", "--data", str(data), "--tokenizer", "bpe", "--vocab-size", "260",
+                               "--block-size", "16", "--steps", "2", "--out", str(out), *SMALL]) == 0
+    return out, data
+
+
+def contents(*paths: Path) -> dict[Path, bytes]:
+    """Every file of the folders or files given, by path: what a refused command must leave as it was."""
+    files = [f for p in paths for f in (sorted(p.iterdir()) if p.is_dir() else [p])]
+    return {f: f.read_bytes() for f in files}
+
+
+@pytest.mark.parametrize("flag", ["--html", "--png"])
+def test_explain_writes_over_no_file_it_reads_and_no_file_of_the_run(text_run, tmp_path, capsys, flag):
+    """`explain --out d --html d/ckpt.npz` replaced the run's only checkpoint with the page, and exited 0."""
+    if flag == "--png":
+        pytest.importorskip("matplotlib", reason="the heatmap needs matplotlib (pip install -e '.[plot]')")
+    out, data = text_run
+    [kept] = out.glob("ckpt-*.npz")
+    (tmp_path / "link").symlink_to(out / CHECKPOINT)
+    before = contents(out, data, tmp_path)
+    for target, what in [(out / CHECKPOINT, "the checkpoint of the run"), (out / ".." / "run" / CHECKPOINT,
+                         "the checkpoint of the run"), (tmp_path / "link", "the checkpoint of the run"),
+                         (kept, "a checkpoint the run in"), (out / "train.lock", "the lock of the run"),
+                         (data, "--data of the run, the text explain reads")]:
+        code, stdout, err = run_main(capsys, "explain", "--out", str(out), flag, str(target))
+        assert code == 2 and stdout == "" and f"{flag} {target} is {what}" in one_line(err)
+        assert "writing there would replace it: choose another file name, or give --overwrite" in err
+    assert contents(out, data, tmp_path) == before and (tmp_path / "link").is_symlink()
+
+
+def test_explain_overwrite_replaces_on_purpose_and_two_flags_never_share_a_file(text_run, tmp_path, capsys):
+    out = tmp_path / "run"
+    shutil.copytree(text_run[0], out)
+    [kept] = out.glob("ckpt-*.npz")
+    code, _, err = run_main(capsys, "explain", "--out", str(out), "--html", str(kept), "--overwrite")
+    assert code == 0 and kept.read_text(encoding="utf-8").startswith("<!doctype html>"), err
+    before = contents(out)
+    for flags in (["--html", str(tmp_path / "a")], ["--html", str(tmp_path / "a"), "--overwrite"]):
+        code, stdout, err = run_main(capsys, "explain", "--out", str(out), "--png", str(tmp_path / "a"), *flags)
+        assert code == 2 and stdout == "" and f"--html {tmp_path / 'a'} is also the file of --png" in one_line(err)
+    assert contents(out) == before and not (tmp_path / "a").exists()
+
+
+def test_training_never_writes_its_checkpoint_over_its_data(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    data = out / CHECKPOINT  # the text a fresh run would have moved aside as an earlier checkpoint
+    data.write_text("the cat sat on the mat. " * 20, encoding="utf-8")
+    code, stdout, err = run_main(capsys, "--task", "text", "--data", str(data), "--block-size", "16", "--out",
+                                 str(out), *SMALL)
+    assert code == 2 and stdout == ""
+    assert f"the checkpoint {data} is --data, the text the run reads" in one_line(err) and "another --out" in err
+    assert contents(out) == {data: b"the cat sat on the mat. " * 20}  # no lock, no checkpoint
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("toy_run")
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert train.main(["--steps", "2", "--out", str(out), *SMALL]) == 0
+    return out
+
+
+NOT_UTF8 = b"\xe6\x88\x91 a\xff".decode("utf-8", "surrogateescape")  # 我 and a byte that is no UTF-8: 'a\udcff'
+
+
+@pytest.mark.parametrize("command", ["sample", "explain"])
+@pytest.mark.parametrize("which", ["toy", "bpe"])
+def test_a_prompt_that_is_not_utf8_is_refused_alike_by_every_tokenizer(toy_run, text_run, capsys, command, which):
+    """BPE and Hugging Face tokenizers ended in `TypeError: TextInputSequence must be str`."""
+    out = toy_run if which == "toy" else text_run[0]
+    code, stdout, err = run_main(capsys, command, "--out", str(out), "--prompt", NOT_UTF8)
+    assert code == 2 and stdout == ""
+    assert one_line(err).endswith("error: --prompt: the text is not valid UTF-8: the bytes b'\\xff' at character 3 "
+                                  "of '我 a\\udcff'; give text in UTF-8 (a terminal or file in another encoding?)")
+
+
+def test_a_prompt_s_bytes_from_the_command_line(text_run):
+    result = run_script("sample", "--out", str(text_run[0]), "--prompt", b"the \xff")  # as a shell passes them
+    assert result.returncode == 2 and "the bytes b'\\xff' at character 4" in one_line(result.stderr)
+
+
+@pytest.mark.parametrize("argv", [["sample"], ["explain", "--html"], ["--resume", "--steps", "4"]])
+def test_a_checkpoint_with_non_finite_weights_is_refused(toy_run, tmp_path, capsys, argv):
+    """train.py never saves such weights; a crafted or damaged file ended in tracebacks where they were used."""
+    out = tmp_path / "run"
+    shutil.copytree(toy_run, out)
+    ckpt = mg.load(out / CHECKPOINT)
+    ckpt["model"]["blocks.0.mlp.fc.weight"][1, 2] = np.inf
+    mg.save(ckpt, out / CHECKPOINT)
+    before = contents(out)
+    page = [str(tmp_path / "page.html")] if argv[-1] == "--html" else []
+    code, stdout, err = run_main(capsys, *argv[:1], "--out", str(out), *argv[1:], *page)
+    assert code == 2 and "tensor 'blocks.0.mlp.fc.weight' has 1 non-finite values (inf or NaN)" in one_line(err)
+    assert contents(out) == before and not (tmp_path / "page.html").exists()
 
 
 def test_explain_py_runs_on_its_own(tmp_path, capsys):

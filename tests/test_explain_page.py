@@ -6,6 +6,7 @@ position; its neuron view takes that score apart; it makes no network request, a
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import json
 import re
@@ -18,7 +19,7 @@ import pytest
 import train
 from checkpoint import load_checkpoint, restore
 from explain import attention_steps, default_ids
-from explain_page import page_data, page_html
+from explain_page import CSS, JS, fill, page_data, page_html
 from settings import DEFAULTS, build_model, build_task, model_config
 
 SMALL = ["--n-embd", "16", "--n-head", "2", "--n-layer", "2", "--batch-size", "16", "--samples", "0",
@@ -203,3 +204,23 @@ def test_a_page_of_non_finite_numbers_is_refused():
     steps.scores[1, 2, 3, 0] = np.nan
     with pytest.raises(ValueError, match=r"attention scores \(2, 4, 8, 8\) has non-finite values"):
         page_html(steps)
+
+
+@pytest.mark.parametrize("text", ["{js} {data}", "{title}{css}", "\\g<0> {{js}}"])
+def test_a_prompt_that_looks_like_a_placeholder_stays_itself(tmp_path, text):
+    """The template was filled one placeholder after another: a prompt holding "{js}" put the page's script (9,864
+    characters) into its <title>. Now one pass: the title is the prompt, and each part of the page is there once."""
+    data = tmp_path / "data.txt"
+    data.write_text(text * 40, encoding="utf-8")
+    task = build_task({**DEFAULTS, "task": "text", "data": str(data), "block_size": 16})
+    model = build_model(DEFAULTS, model_config({**DEFAULTS, "n_embd": 16, "n_head": 2, "n_layer": 1}, task), "cpu")
+    steps = attention_steps(model, task, task.encode(text))
+    page = page_html(steps)
+    title = re.search(r"<title>(.*?)</title>", page, re.S).group(1)
+    assert title == html.escape(f"Attention of every head for {text!r}")
+    assert page.count(JS) == 1 and page.count(CSS) == 1 and page.count('id="data"') == 1
+    assert json.loads(re.search(r'id="data">(.*?)</script>', page, re.S).group(1))["text"] == text
+
+
+def test_fill_reads_the_template_once():
+    assert fill("<{a}|{b}|{c}>", a="{b}", b="{a}") == "<{b}|{a}|{c}>"  # {c}: not a value given, left as it is

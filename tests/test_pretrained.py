@@ -7,9 +7,11 @@ AutoTokenizer does; the command line samples and explains those folders, and ref
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -307,6 +309,68 @@ def break_extra(path: Path) -> None:
     write_weights(path, {**weights_of(path), "transformer.h.0.attn.q_norm.weight": np.ones(16, np.float32)})
 
 
+def set_config(**fields):
+    """A break: config.json with `fields` set."""
+    def breaks(path: Path) -> None:
+        config = json.loads((path / "config.json").read_text())
+        (path / "config.json").write_text(json.dumps({**config, **fields}))
+    return breaks
+
+
+def set_weight(name: str, *values: float):
+    """A break: the first values of tensor `name` set to `values` (inf, NaN)."""
+    def breaks(path: Path) -> None:
+        tensors = weights_of(path)
+        tensors[name].flat[:len(values)] = values
+        write_weights(path, tensors)
+    return breaks
+
+
+def move_shard(name_it):
+    """A break: the first shard moved to ../elsewhere, and named by name_it(its new path, the folder) in the index
+    (None: left as it was, a link to where it went)."""
+    def breaks(path: Path) -> None:
+        shard = sorted(path.glob("model-*.safetensors"))[0]
+        moved = path.parent / "elsewhere" / shard.name
+        moved.parent.mkdir()
+        shard.rename(moved)
+        index = json.loads((path / "model.safetensors.index.json").read_text())
+        named = name_it(moved, path)
+        if named is None:
+            shard.symlink_to(moved)
+        index["weight_map"] = {k: named if v == shard.name and named else v for k, v in index["weight_map"].items()}
+        (path / "model.safetensors.index.json").write_text(json.dumps(index))
+    return breaks
+
+
+CONFIG = r"config\.json: "
+CRAFTED = [  # config values of the wrong type, shards outside the folder, non-finite weights: one line each
+    ("gpt2", set_config(layer_norm_epsilon="1e-5"), CONFIG + r"layer_norm_epsilon must be a number, got '1e-5' "
+                                                            r"\(str\)"),
+    ("gpt2", set_config(activation_function=["gelu_new"]), CONFIG + r"activation_function must be a string, got "
+                                                                    r"\['gelu_new'\] \(list\)"),
+    ("gpt2", set_config(model_type=["gpt2"]), CONFIG + r"model_type must be a string, got \['gpt2'\]"),
+    ("gpt2", set_config(n_layer=True), CONFIG + r"n_layer must be an integer, got True \(bool\)"),
+    ("gpt2", set_config(n_layer=10**9), CONFIG + r"1,000,000,000 layers, more than the weights' 28 tensors could hold"),
+    ("gpt2", set_config(tie_word_embeddings="false"), CONFIG + r"tie_word_embeddings must be true or false, got "
+                                                              r"'false'"),
+    ("gpt2", set_config(eos_token_id="0"), CONFIG + r"eos_token_id must be an integer or a list of integers"),
+    ("gpt2", set_config(bos_token_id=VOCAB), CONFIG + rf"bos_token_id {VOCAB} is not a token of .*tokenizer\.json"),
+    ("llama-gqa", set_config(rope_parameters={"rope_type": "default", "rope_theta": "500"}),
+     CONFIG + r"rope_parameters: rope_theta must be a number, got '500'"),
+    ("llama-sharded", move_shard(lambda moved, path: f"../elsewhere/{moved.name}"),
+     r"index\.json names the shard '\.\./elsewhere/model-00001-of-0000\d\.safetensors', which is .*elsewhere.*, "
+     r"outside .*: a shard must be a file of the folder"),
+    ("llama-sharded", move_shard(lambda moved, path: str(moved)), r"index\.json names the shard '/.*', which is"),
+    ("llama-sharded", move_shard(lambda moved, path: None),  # a link in the folder to a file outside it
+     r"index\.json names the shard 'model-00001-of-0000\d\.safetensors', which is .*elsewhere.*, outside"),
+    ("llama-sharded", move_shard(lambda moved, path: 7), r"index\.json: its weight_map names 7, not a file name"),
+    ("gpt2", set_weight("transformer.h.1.mlp.c_proj.weight", np.inf, np.nan),
+     r"tensor 'transformer\.h\.1\.mlp\.c_proj\.weight' has 2 non-finite values \(inf or NaN\) among its 1,024"),
+    ("llama-gqa", set_weight("model.norm.weight", -np.inf), r"tensor 'model\.norm\.weight' has 1 non-finite value"),
+]
+
+
 @pytest.mark.parametrize("name, breaks, message", [
     ("gpt2", break_bin_only, r"has PyTorch \.bin weights only; minigrad reads safetensors, never pickle\. Convert "
                              r"once .*save_pretrained"),
@@ -318,6 +382,7 @@ def break_extra(path: Path) -> None:
     ("llama-sharded", break_shard, r"model\.safetensors\.index\.json lists .*model-0000\d-of-0000\d\.safetensors, "
                                    r"which is not there"),
     ("llama-gqa", break_rope, r"rope_type 'llama3' \(rescaled rotary angles\) is not supported"),
+    *CRAFTED,
 ])
 @pytest.mark.parametrize("command", ["sample", "explain"])
 def test_a_folder_that_cannot_load_is_refused_in_one_line_with_exit_2(folders, tmp_path, capsys, name, breaks,
@@ -328,6 +393,66 @@ def test_a_folder_that_cannot_load_is_refused_in_one_line_with_exit_2(folders, t
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith(f"train.py {command}: error: "), err
     assert re.search(message, err), err
+
+
+@pytest.mark.parametrize("name, breaks, message", CRAFTED)
+def test_the_library_refuses_a_crafted_folder_where_the_mistake_is(folders, tmp_path, name, breaks, message):
+    """GPT.from_pretrained, Llama.from_pretrained and HFTokenizer.from_folder: a ValueError naming the field, shard or
+    tensor (they ended in TypeError tracebacks, read files outside the folder, or loaded inf and NaN silently)."""
+    path = copy_folder(folders, name, tmp_path)
+    breaks(path)
+    refusals = []
+    for load in (HFTokenizer.from_folder, GPT.from_pretrained if name.startswith("gpt2") else Llama.from_pretrained):
+        try:
+            load(str(path))
+        except ValueError as err:  # each that reads the mistake refuses it (a config's type: both)
+            refusals.append(str(err))
+    assert refusals and all(re.search(message, refusal) for refusal in refusals), refusals
+
+
+def test_fine_tuning_a_crafted_folder_is_refused_before_anything_is_written(folders, tmp_path, capsys):
+    path = copy_folder(folders, "gpt2", tmp_path)
+    set_config(layer_norm_epsilon="1e-5")(path)
+    data = tmp_path / "data.txt"
+    data.write_text("The quick brown fox. " * 40, encoding="utf-8")
+    code, out, err = run_main(capsys, "--init-from", str(path), "--task", "text", "--data", str(data), "--out",
+                              str(tmp_path / "run"))
+    assert code == 2 and out == "" and "layer_norm_epsilon must be a number, got '1e-5'" in err
+    assert err.count("\n") == 1 and not (tmp_path / "run").exists()
+
+
+def test_explain_writes_over_no_file_of_the_folder(folders, tmp_path, capsys):
+    path = copy_folder(folders, "llama-sharded", tmp_path)
+    files = {f: f.read_bytes() for f in path.iterdir()}
+    for flag, name in (("--html", "model-00002-of-00006.safetensors"), ("--html", "model.safetensors.index.json"),
+                       ("--png", "config.json"), ("--png", "tokenizer.json")):
+        if flag == "--png":
+            pytest.importorskip("matplotlib", reason="the heatmap needs matplotlib (pip install -e '.[plot]')")
+        code, _, err = run_main(capsys, "explain", "--init-from", str(path), "--prompt", "The", flag, str(path / name))
+        assert code == 2 and err.count("\n") == 1
+        assert f"{flag} {path / name} is a file of --init-from {path}; writing there would replace it" in err
+    assert {f: f.read_bytes() for f in path.iterdir()} == files
+
+
+def test_the_hub_s_cache_layout_loads_its_linked_shards(folders, tmp_path):
+    """Deliberate: a snapshot of the hub's cache links each of its files to the cache's blobs folder. A shard beside
+    the file the index links to is in the folder, as the index is."""
+    blobs, snapshot = tmp_path / "blobs", tmp_path / "snapshots" / "abc"
+    shutil.copytree(folders["llama-sharded"][0], blobs)
+    snapshot.mkdir(parents=True)
+    for file in blobs.iterdir():
+        (snapshot / file.name).symlink_to(file)
+    idx, _ = batch()
+    np.testing.assert_array_equal(Llama.from_pretrained(str(snapshot))(idx)[0].numpy(),
+                                  Llama.from_pretrained(str(blobs))(idx)[0].numpy())
+
+
+@pytest.mark.parametrize("path", ["gpt2", "my models/it's \"$HOME\"", "a\\b;rm -rf x"])
+def test_the_command_a_message_suggests_reads_any_path_as_a_path(path):
+    """The .bin and slow-tokenizer messages quote a command with the folder in it, which a quote ended."""
+    program, flag, code = shlex.split(hf_load.resave_command("AutoTokenizer", path))
+    calls = [node for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Call)]
+    assert (program, flag) == ("python", "-c") and [c.args[0].value for c in calls] == [path, path]
 
 
 def test_a_tokenizer_larger_than_the_model_s_vocabulary_is_refused(folders, tmp_path, capsys):

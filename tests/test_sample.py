@@ -144,7 +144,7 @@ def test_a_token_outside_the_vocabulary_is_refused_by_name(runs, name, prompt, b
     result = sample("--out", str(runs[name]), "--prompt", prompt)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and result.stdout == "" and len(lines) == 1, result.stderr
-    assert lines[0].startswith(f"train.py sample: error: unknown {bad}")
+    assert lines[0].startswith(f"train.py sample: error: --prompt: unknown {bad}")
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -1,5 +1,5 @@
-"""tokenizer.py: the character tokenizer and byte-level BPE round-trip any text exactly, show each token's text, and
-come back from their state (as a checkpoint keeps them) encoding the same ids."""
+"""tokenizer.py: the character tokenizer and byte-level BPE round-trip any text exactly, show each token's text, come
+back from their state (as a checkpoint keeps them) encoding the same ids, and refuse text that is not UTF-8 alike."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tasks import make_task
 from tokenizer import BPETokenizer, CharTokenizer, byte_of_symbol, from_state
 
 TRAINING = "The quick brown fox jumps over the lazy dog. " * 40 + "the theme of the theatre\n" * 20
@@ -78,3 +79,17 @@ def test_bpe_refuses_a_vocabulary_below_the_bytes_and_bad_states():
     for state in ({"kind": "wordpiece"}, {"kind": "char"}, "char", {}):
         with pytest.raises(ValueError, match="not a tokenizer state"):
             from_state(state)
+
+
+def test_every_tokenizer_refuses_text_that_is_not_utf8_alike(bpe):
+    """A command line's bytes b'a\\xff' reach Python as 'a\\udcff'; BPE and Hugging Face tokenizers ended in
+    `TypeError: TextInputSequence must be str`. Every tokenizer, and a toy task, now refuses it with one message."""
+    text = b"a\xff".decode("utf-8", "surrogateescape")
+    char = CharTokenizer.train("a\xff")  # knows both characters: the refusal is not an unknown one
+    for encode in (char.encode, bpe.encode, make_task("sentences").encode):
+        with pytest.raises(ValueError, match=r"not valid UTF-8: the bytes b'\\xff' at character 1 of 'a\\udcff'"):
+            encode(text)
+        with pytest.raises(ValueError, match=r"lone surrogates U\+D800"):
+            encode("x\ud800")
+        with pytest.raises(TypeError, match=r"expected text \(a str\), got bytes: decode the bytes first"):
+            encode(b"a")
