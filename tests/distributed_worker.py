@@ -13,12 +13,17 @@ from pathlib import Path
 
 import numpy as np
 
-import minigrad as mg
-import run
-import train
-from minigrad import backend, distributed
-from minigrad.optim import SGD
-from models import GPT, IGNORE_INDEX, GPTConfig
+from tests import fake_cupy
+
+if fake_cupy.active():  # MINIGRAD_CUPY_STANDIN=1 reaches the ranks too: they take the stand-in for CuPy as well
+    fake_cupy.install()
+
+import minigrad as mg  # noqa: E402  (after the stand-in)
+import run  # noqa: E402
+import train  # noqa: E402
+from minigrad import backend, distributed  # noqa: E402
+from minigrad.optim import SGD  # noqa: E402
+from models import GPT, IGNORE_INDEX, GPTConfig  # noqa: E402
 
 
 def inputs(rank: int) -> list[np.ndarray]:

@@ -177,11 +177,12 @@ def test_an_array_operand_is_a_tensor_outside_the_graph_and_keeps_its_dtype(rand
     """As torch takes one (x + ndarray is a tensor): so `p -= lr * p.grad` works, .grad being an array. Its dtype is
     its own, so float32 with a float64 array is refused, as two tensors would be; a list is still refused."""
     x = rand(2, 3)
-    for y in (x + np.ones(3), np.ones(3) + x):
+    ones = backend.to_device(np.ones(3), x.device)  # an array of x's device (NumPy's or CuPy's)
+    for y in (x + ones, ones + x):
         assert isinstance(y, mg.Tensor) and y.requires_grad
         np.testing.assert_array_equal(y.numpy(), x.numpy() + 1)
     with pytest.raises(TypeError, match=shapes("add", "(2, 3) float32", "(3,) float64")):
-        rand(2, 3, dtype=mg.float32) + np.ones(3)
+        rand(2, 3, dtype=mg.float32) + ones
     with pytest.raises(TypeError, match=shapes("add", "got a list", "mg.tensor")):
         x + [1.0, 2.0, 3.0]
 
