@@ -1134,11 +1134,13 @@ def operands(op: str, a: Any, b: Any) -> tuple[Tensor, Tensor]:
 
 
 def _with_number(op: str, x: Tensor, value: Any) -> tuple[Tensor, Tensor]:
-    """x and a Python or NumPy number as tensors of their common dtype; the number becomes one 0-d array."""
-    kind = number_kind(op, value)  # a bool, int or float, checked: asarray below cannot misread it
+    """x and a Python or NumPy number as tensors of their common dtype; the number becomes one 0-d array, filled in
+    where x lives (on the GPU a fill kernel takes the number as its argument: no host-to-device copy, as asarray
+    would make)."""
+    kind = number_kind(op, value)  # a bool, int or float, checked: full below cannot misread it
     if _KIND_RANK[kind] > _KIND_RANK[x.dtype.kind]:
         x = x.to(_KIND_DEFAULT[kind])
-    return x, Tensor.wrap(backend.get_array_module(x.data).asarray(value, dtype=x.dtype))
+    return x, Tensor.wrap(backend.get_array_module(x.data).full((), value, dtype=x.dtype))
 
 
 # The Tensor <-> ops tie, the one import cycle of the engine: Tensor's operators and methods above call the

@@ -579,14 +579,17 @@ def test_gradcheck_of_converted_inputs(rand) -> None:
 # ---- a Python number as an operand makes one array ----
 
 def test_python_number_operand_makes_one_array(monkeypatch) -> None:
-    """Issue 13: x * 0.5 built two arrays for the 0.5 (one to ask its dtype, one to use)."""
+    """Issue 13: x * 0.5 built two arrays for the 0.5 (one to ask its dtype, one to use). Issue 37: it is filled in
+    (full), not converted (asarray: on the GPU a host-to-device copy)."""
     x = mg.ones(2, 3)
     made = []
-    original = np.asarray
-    monkeypatch.setattr(np, "asarray", lambda *a, **k: made.append(a[0]) or original(*a, **k))
+    for name in ("asarray", "array", "full"):
+        original = getattr(np, name)
+        monkeypatch.setattr(np, name, lambda *a, _name=name, _original=original, **k:
+                            made.append((_name, a[:2])) or _original(*a, **k))
     y = x * 0.5
     monkeypatch.undo()
-    assert made == [0.5] and y.dtype == mg.float32
+    assert made == [("full", ((), 0.5))] and y.dtype == mg.float32
 
 
 # ---- errors that name the op ----
