@@ -1,6 +1,8 @@
 """The CuPy stand-in (tests/fake_cupy.py): each of its rules refuses a deliberately wrong call, as CuPy would, and
 lets the right one through; read-backs and host-to-device copies are counted. These run in every `pytest` (on the
-stand-in's arrays directly, nothing installed)."""
+stand-in's arrays directly, nothing installed). The last tests run with it standing in for CuPy
+(MINIGRAD_CUPY_STANDIN=1 pytest -m cuda): one default training step reads back twice and copies only its batch, a
+CPU run makes nothing on the device."""
 
 from __future__ import annotations
 
@@ -9,6 +11,11 @@ import math
 import fake_cupy as cp
 import numpy as np
 import pytest
+
+import minigrad as mg
+import run
+import train
+from minigrad import backend
 
 
 @pytest.fixture
@@ -122,3 +129,54 @@ def test_only_numbers_and_cupy_s_own_generator_methods() -> None:
     assert cp.cuda.runtime.getDeviceCount() == 1
     with pytest.raises(ImportError):  # NCCL cannot be faked
         from cupy.cuda import nccl  # noqa: F401
+
+
+# ---- with the stand-in in place of CuPy (MINIGRAD_CUPY_STANDIN=1 pytest -m cuda) ----
+
+needs_stand_in = pytest.mark.skipif(not cp.active(), reason=f"needs the CuPy stand-in: {cp.ENV}=1 pytest -m cuda")
+
+
+@pytest.mark.cuda
+@needs_stand_in
+@pytest.mark.parametrize("arch, batch_arrays", [("gpt", 3), ("llama", 2)])  # tokens, targets; GPT's positions too
+def test_a_default_training_step_reads_back_twice_and_copies_only_its_batch(tmp_path, capsys, arch, batch_arrays):
+    """The two documented read-backs (the loss, the clip norm), and no host-to-device copy but the batch's arrays:
+    no Python number of an op or a loss becomes a copied array. Saving checks the weights with one read-back."""
+    ledger, counted = backend.cupy.ledger, {}
+
+    def one_step(r: run.Run) -> int:
+        x, y = train.get_batch(r.data, r.data_rng, r.settings["batch_size"])
+        args = r.model, r.opt, x, y, r.settings["grad_clip"], r.settings["batch_size"]
+        train.train_step(*args)  # the first makes the optimizer's state
+        ledger.reset()
+        train.train_step(*args)
+        counted.update(read_backs=list(ledger.read_backs), copies=list(ledger.host_to_device))
+        ledger.reset()
+        r.save(1)  # are the weights finite? once for all of them (then each is read back to be written)
+        counted["save_checks"] = [entry for entry in ledger.read_backs if entry.startswith("bool()")]
+        return 0
+
+    assert run.main(["--device", "cuda", "--arch", arch, "--out", str(tmp_path)], one_step) == 0
+    assert "on cuda" in capsys.readouterr().out
+    assert [entry.split(" at ")[0] for entry in counted["read_backs"]] == ["item()", "float()"], counted["read_backs"]
+    assert "minigrad/optim.py" in counted["read_backs"][1]  # clip_grad_norm_'s norm
+    assert len(counted["copies"]) == batch_arrays, counted["copies"]
+    assert sum("of shape (32, " in entry for entry in counted["copies"]) == 2, counted["copies"]  # tokens, targets
+    assert len(counted["save_checks"]) == 1, counted["save_checks"]
+
+
+@pytest.mark.cuda
+@needs_stand_in
+def test_a_cpu_run_makes_nothing_on_the_device(tmp_path, capsys) -> None:
+    """--device cpu, where a GPU is present: no array, generator or kernel on it (CuPy would start a CUDA context);
+    asking how many GPUs there are is allowed. A CUDA run, by contrast, does make its arrays there."""
+    ledger = backend.cupy.ledger
+    ledger.reset()
+    argv = ["--steps", "2", "--eval-iters", "1", "--eval-interval", "2", "--samples", "1", "--out"]
+    assert train.main(["--device", "cpu", *argv, str(tmp_path / "cpu")]) == 0
+    assert (ledger.arrays, ledger.generators) == (0, 0)
+    mg.randn(2)  # the CPU's generator, seeded by manual_seed: still none on the device
+    assert (ledger.arrays, ledger.generators) == (0, 0)
+    assert train.main(["--device", "cuda", *argv, str(tmp_path / "cuda")]) == 0
+    assert ledger.arrays > 0
+    capsys.readouterr()
