@@ -40,6 +40,8 @@ def as_array(value: Any, dtype: DType | None = None, device: str | None = None, 
     if device is None:
         device = backend.device_of(value) if hasattr(value, "dtype") else "cpu"
     xp = backend.module_for(device)
+    if isinstance(value, (bool, int, float)):  # a Python number: filled in on the device, no host-to-device copy
+        return xp.full((), value, dtype=dtype)
     data = backend.to_device(value, device) if hasattr(value, "dtype") else value
     return xp.array(data, dtype=dtype) if copy else xp.asarray(data, dtype=dtype)
 

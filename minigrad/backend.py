@@ -201,14 +201,17 @@ def _rational(coefficients: tuple[tuple[float, ...], tuple[float, ...]], t: np.n
 _generators: dict[str, Any] = {}
 
 
+_seed: list[int | None] = [None]  # manual_seed's, for the generators made after it
+
+
 def manual_seed(seed: int) -> None:
-    """Seed the generators behind randn, dropout and parameter initialisation on every device."""
-    _generators["cpu"] = np.random.default_rng(seed)
-    if cuda_available():
-        _generators["cuda"] = cupy.random.default_rng(seed)
+    """Seed the generators behind randn, dropout and parameter initialisation on every device. A device's generator
+    is made when first used, so a CPU run makes none on the GPU (a CuPy generator would start a CUDA context)."""
+    _generators.clear()
+    _seed[0] = seed
 
 
 def generator(device: str):
     if device not in _generators:
-        _generators[device] = module_for(device).random.default_rng()
+        _generators[device] = module_for(device).random.default_rng(_seed[0])
     return _generators[device]

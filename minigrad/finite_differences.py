@@ -90,7 +90,7 @@ def gradcheck(fn: Callable[..., Tensor], *inputs: Any, eps: float = 1e-6, atol: 
             raise TypeError(f"gradcheck: fn must return a float64 Tensor, got {out!r:.80}")
         upstream = backend.to_device(np.random.default_rng(seed).standard_normal(out.shape), out.device)
         out.backward(upstream)
-        reports = [_compare(i, backend.to_numpy(t.grad) if t.grad is not None else np.zeros(t.shape),
+        reports = [_compare(i, t.grad.numpy() if t.grad is not None else np.zeros(t.shape),
                             _numeric(fn, inputs, t, upstream, eps), atol, rtol) for i, t in checked]
     finally:
         for (_, t), grad in zip(checked, kept, strict=True):

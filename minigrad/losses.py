@@ -85,7 +85,7 @@ class SoftCrossEntropyFunction(Function):
         if smoothing:
             q = (1 - smoothing) * q + smoothing / q.shape[1]
         self.log_probs, self.q, self.smoothing, self.reduction = log_probs, q, smoothing, reduction
-        self.n, self.logits_shape = xp.asarray(q.shape[0], dtype=q.dtype), logits.shape
+        self.n, self.logits_shape = xp.full((), q.shape[0], dtype=q.dtype), logits.shape  # filled in: no copy
         return _reduce(-(q * log_probs).sum(axis=1), reduction, self.n, logits.shape[:-1])
 
     def backward(self, dout):
@@ -112,7 +112,7 @@ def _reduce(losses: Any, reduction: str, n: Any, shape: tuple[int, ...]) -> Any:
     if reduction == "sum":
         return total
     xp = backend.get_array_module(losses)
-    return xp.where(n > 0, total / xp.maximum(n, 1), xp.asarray(float("nan"), dtype=total.dtype))
+    return xp.where(n > 0, total / xp.maximum(n, 1), total.dtype.type("nan"))  # a scalar: no array for the NaN
 
 
 def _row_weights(dout: Any, reduction: str, n: Any, rows: int) -> Any:
@@ -179,7 +179,7 @@ class MSELossFunction(Function):
 
     def forward(self, input, target, reduction):
         self.diff, self.reduction = input - target, reduction
-        self.n = backend.get_array_module(input).asarray(input.size, dtype=input.dtype)
+        self.n = backend.get_array_module(input).full((), input.size, dtype=input.dtype)  # filled in: no copy
         return _reduce((self.diff * self.diff).reshape(-1), reduction, self.n, input.shape)
 
     def backward(self, dout):
@@ -234,7 +234,7 @@ class BCEWithLogitsFunction(Function):
         if weight is not None:
             losses *= weight
         self.x, self.target, self.weight, self.pos_weight, self.reduction = x, target, weight, pos_weight, reduction
-        self.n = xp.asarray(x.size, dtype=x.dtype)
+        self.n = xp.full((), x.size, dtype=x.dtype)  # filled in on the device: no host-to-device copy
         return _reduce(losses.reshape(-1), reduction, self.n, x.shape)
 
     def backward(self, dout):

@@ -447,7 +447,8 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm
             if norm_type == 2.0:
                 total = total + xp.vdot(flat, flat)  # the squares, summed
             elif norm_type == math.inf:
-                total = xp.maximum(total, xp.abs(flat).max(initial=0.0))
+                if flat.size:  # an empty gradient has no max; CuPy's max takes no initial=
+                    total = xp.maximum(total, xp.abs(flat).max())
             else:
                 total = total + (xp.abs(flat) ** norm_type).sum()
     total = float(total) if norm_type == math.inf else float(total) ** (1 / norm_type)

@@ -37,8 +37,10 @@ def operands(op: str, a: Any, b: Any) -> tuple[core.Tensor, core.Tensor]:
 
 
 def _with_number(op: str, x: core.Tensor, value: Any) -> tuple[core.Tensor, core.Tensor]:
-    """x and a Python or NumPy number as tensors of their common dtype; the number becomes one 0-d array."""
-    kind = number_kind(op, value)  # a bool, int or float, checked: asarray below cannot misread it
+    """x and a Python or NumPy number as tensors of their common dtype; the number becomes one 0-d array, filled in
+    where x lives (on the GPU a fill kernel takes the number as its argument: no host-to-device copy, as asarray
+    would make)."""
+    kind = number_kind(op, value)  # a bool, int or float, checked: full below cannot misread it
     if _KIND_RANK[kind] > _KIND_RANK[x.dtype.kind]:
         x = x.to(_KIND_DEFAULT[kind])
-    return x, core.TENSOR.wrap(backend.get_array_module(x.array).asarray(value, dtype=x.dtype))
+    return x, core.TENSOR.wrap(backend.get_array_module(x.array).full((), value, dtype=x.dtype))

@@ -46,7 +46,7 @@ class ScaledDotProductAttentionFunction(Function):
             s = s + float_mask[0]
             self.mask_shape = float_mask[0].shape
         if hidden is not None:
-            xp.copyto(s, xp.asarray(-math.inf, dtype=s.dtype), where=hidden)
+            xp.copyto(s, s.dtype.type(-math.inf), where=hidden)  # a scalar: no array for it
         # each row's largest score; with no keys (S = 0) there is none, and the output is zeros, as in PyTorch
         # (row_max and row_sums: the fast reductions along a short last axis, as F.softmax's)
         rows = s.shape[:-1] + (1,)

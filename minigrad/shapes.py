@@ -461,8 +461,17 @@ def causal_mask(T: int, T_k: int | None = None, *, dtype: DType = float32, devic
     dtype = number_dtype("causal_mask", dtype)
     if dtype.kind != "f":
         raise TypeError(f"causal_mask: the mask holds -inf, so its dtype must be floating point, got {dtype}")
-    xp = backend.module_for(device)
-    return Tensor.wrap(xp.where(future_keys(T, T_k, device), dtype.type(-math.inf), dtype.type(0)))
+    return Tensor.wrap(additive_mask(T, T_k, dtype, device))
+
+
+@functools.lru_cache(maxsize=32)
+def additive_mask(T: int, T_k: int, dtype: DType, device: str) -> Any:
+    """causal_mask's (T, T_k) array, read-only: made once per shape, dtype and device (speed: attention adds it in
+    every layer of every step)."""
+    mask = backend.module_for(device).where(future_keys(T, T_k, device), dtype.type(-math.inf), dtype.type(0))
+    if device == "cpu":
+        mask.flags.writeable = False
+    return mask
 
 
 @functools.lru_cache(maxsize=32)

@@ -6,6 +6,7 @@ are the GPT's own.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -59,7 +60,8 @@ class RotaryEmbedding(nn.Module):
     Channels i and i + hs/2 of a head form a pair (a point in the plane), turned at position p by
     the angle p * theta_i, theta_i = base ** (-2i / hs): x1' = x1 cos - x2 sin, x2' = x1 sin + x2 cos.
     Turning q by m * theta and k by n * theta leaves q' . k' depending on m - n only, so the scores
-    see relative positions. No parameters; the angles are computed for the positions asked for.
+    see relative positions. No parameters; the tables of cos and sin are made once per head size, dtype and device
+    (rotary_tables), and the positions asked for are a slice of them.
     """
 
     def __init__(self, head_size: int, base: float = 10000.0) -> None:
@@ -70,13 +72,24 @@ class RotaryEmbedding(nn.Module):
         T, hs = x.shape[-2], x.shape[-1]
         if hs != self.head_size:
             raise ValueError(f"RotaryEmbedding: input of shape {x.shape}, expected head size {self.head_size} last")
-        xp = backend.get_array_module(x.array)
-        theta = self.base ** (-xp.arange(0, hs, 2) / hs)  # (hs/2,): one turning speed per channel pair
-        angle = xp.arange(start, start + T)[:, None] * theta  # (T, hs/2)
-        cos = Tensor(xp.cos(angle), dtype=x.dtype, device=x.device)  # (T, hs/2), broadcast over B and nh
-        sin = Tensor(xp.sin(angle), dtype=x.dtype, device=x.device)
+        positions = 1 << max(start + T - 1, 1).bit_length()  # a power of two: few tables as generation goes on
+        cos, sin = (Tensor.wrap(table[start:start + T])  # (T, hs/2), broadcast over B and nh
+                    for table in rotary_tables(hs, self.base, positions, x.dtype, x.device))
         x1, x2 = x.split(hs // 2, dim=-1)  # (B, nh, T, hs/2) each: the pairs' first and second coordinates
         return mg.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (B, nh, T, hs)
+
+
+@functools.lru_cache(maxsize=16)
+def rotary_tables(head_size: int, base: float, positions: int, dtype: Any, device: str) -> tuple[Any, Any]:
+    """cos and sin of the angles p * theta_i for the positions p < `positions`, (positions, hs/2) arrays of `dtype` on
+    `device`, computed in float64; made once and kept (speed: q and k of every layer of every step turn by them)."""
+    xp = backend.module_for(device)
+    theta = base ** (-xp.arange(0, head_size, 2) / head_size)  # (hs/2,): one turning speed per channel pair
+    angle = xp.arange(positions)[:, None] * theta  # (positions, hs/2)
+    tables = xp.cos(angle).astype(dtype), xp.sin(angle).astype(dtype)
+    for table in tables if device == "cpu" else ():
+        table.flags.writeable = False  # shared by every call: nothing may write into it
+    return tables
 
 
 class SwiGLU(nn.Module):

@@ -8,6 +8,9 @@ MINIGRAD_REQUIRE_CUDA=1 (scripts/gpu_check.sh sets it) they fail instead, so a r
 cannot pass by skipping. Tests meant for machines without a GPU (the error `--device cuda` gives
 there) carry no mark: they skip on a GPU machine either way.
 
+With MINIGRAD_CUPY_STANDIN=1 the "cuda" cases run on tests/fake_cupy.py, a strict CuPy stand-in, installed here
+before minigrad is imported (`MINIGRAD_CUPY_STANDIN=1 pytest -m cuda`, as .ci/run does; docs/gpu.md).
+
 `folders` and `float64_reference` are the Hugging Face folders of tests/hf_folders.py, built once for
 every test that loads or fine-tunes one, and the float64 reference they are compared with.
 """
@@ -18,11 +21,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+import fake_cupy
 import numpy as np
 import pytest
 
-import minigrad as mg
-from minigrad import backend
+if fake_cupy.active():
+    fake_cupy.install()
+
+import minigrad as mg  # noqa: E402  (after the stand-in, which must be in place first)
+from minigrad import backend  # noqa: E402
 
 NO_CUDA_REASON = "device 'cuda': minigrad.backend.cuda_available() is False (CuPy not installed or no GPU found)"
 REQUIRE_CUDA = "MINIGRAD_REQUIRE_CUDA"

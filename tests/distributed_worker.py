@@ -13,12 +13,17 @@ from pathlib import Path
 
 import numpy as np
 
-import minigrad as mg
-import run
-import train
-from minigrad import backend, distributed
-from minigrad.optim import SGD
-from models import GPT, IGNORE_INDEX, GPTConfig
+from tests import fake_cupy
+
+if fake_cupy.active():  # MINIGRAD_CUPY_STANDIN=1 reaches the ranks too: they take the stand-in for CuPy as well
+    fake_cupy.install()
+
+import minigrad as mg  # noqa: E402  (after the stand-in)
+import run  # noqa: E402
+import train  # noqa: E402
+from minigrad import backend, distributed  # noqa: E402
+from minigrad.optim import SGD  # noqa: E402
+from models import GPT, IGNORE_INDEX, GPTConfig  # noqa: E402
 
 
 def inputs(rank: int) -> list[np.ndarray]:
@@ -37,9 +42,9 @@ def all_reduce(world: distributed.World, device: str, args: argparse.Namespace) 
 def broadcast(world: distributed.World, device: str, args: argparse.Namespace) -> list:
     mg.manual_seed(100 + world.rank)  # each rank starts from different weights
     model = GPT(GPTConfig(vocab_size=7, block_size=4, n_embd=8, n_head=2, n_layer=1)).to(device)
-    before = backend.to_numpy(model.parameters()[0].data).tolist()
-    world.broadcast([p.data for p in model.parameters()])
-    return [before, [backend.to_numpy(p.data).tolist() for p in model.parameters()]]
+    before = model.parameters()[0].numpy().tolist()
+    world.broadcast([p.array for p in model.parameters()])
+    return [before, [p.numpy().tolist() for p in model.parameters()]]
 
 
 def uneven_batch() -> tuple[GPT, np.ndarray, np.ndarray]:
@@ -60,7 +65,7 @@ def weighted_gradients(world: distributed.World, device: str, args: argparse.Nam
     model, x, y = uneven_batch()
     rows = slice(2 * world.rank, 2 * world.rank + 2)
     train.train_step(model, SGD(model.parameters(), lr=0.0), x[rows], y[rows], 1e9, 2, int((y != IGNORE_INDEX).sum()),
-                     lambda params: world.all_reduce([p.grad for p in params]))
+                     lambda params: world.all_reduce([p.grad.array for p in params]))
     return [p.grad.tolist() for p in model.parameters()]
 
 

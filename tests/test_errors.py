@@ -76,7 +76,7 @@ def test_transpose_swaps_two_dims_as_torch_does(rand) -> None:
     x = rand(2, 3)
     assert x.transpose(0, 1).shape == (3, 2)
     assert x.transpose(1, 0).shape == (3, 2)
-    np.testing.assert_array_equal(backend.to_numpy(x.transpose(0, 1).data), backend.to_numpy(x.data).T)
+    np.testing.assert_array_equal(x.transpose(0, 1).numpy(), x.numpy().T)
     y = rand(2, 3, 4)
     assert y.transpose(-2, -1).shape == (2, 4, 3)
     assert y.permute(2, 0, 1).shape == (4, 2, 3)
@@ -177,11 +177,12 @@ def test_an_array_operand_is_a_tensor_outside_the_graph_and_keeps_its_dtype(rand
     """As torch takes one (x + ndarray is a tensor): so `p -= lr * p.grad` works, .grad being an array. Its dtype is
     its own, so float32 with a float64 array is refused, as two tensors would be; a list is still refused."""
     x = rand(2, 3)
-    for y in (x + np.ones(3), np.ones(3) + x):
+    ones = backend.to_device(np.ones(3), x.device)  # an array of x's device (NumPy's or CuPy's)
+    for y in (x + ones, ones + x):
         assert isinstance(y, mg.Tensor) and y.requires_grad
         np.testing.assert_array_equal(y.numpy(), x.numpy() + 1)
     with pytest.raises(TypeError, match=shapes("add", "(2, 3) float32", "(3,) float64")):
-        rand(2, 3, dtype=mg.float32) + np.ones(3)
+        rand(2, 3, dtype=mg.float32) + ones
     with pytest.raises(TypeError, match=shapes("add", "got a list", "mg.tensor")):
         x + [1.0, 2.0, 3.0]
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import arrays, backend
+from minigrad import arrays
 from minigrad import functional as F
 from minigrad.tensor import intercept
 from models.attention import MultiHeadSelfAttention
@@ -59,7 +59,7 @@ def _run(fn, shapes, dtype, device, seed=0):
     xs = [mg.tensor(v, dtype=dtype, device=device, requires_grad=True) for v in values]
     out = fn(*xs)
     out.backward(rng.standard_normal(out.shape))
-    return [backend.to_numpy(a) for a in [out.data] + [x.grad for x in xs]]
+    return [a.numpy() for a in [out] + [x.grad for x in xs]]
 
 
 @pytest.fixture

@@ -93,7 +93,7 @@ def test_zero_d_results_are_arrays(fn, rand) -> None:
     """NumPy gives scalars for 0-d results (x[0, 1], a < b on 0-d arrays); a tensor's data is always an array,
     which `out=` and in-place updates can write into (F.gelu of a 0-d tensor raised)."""
     x = rand(2, 3)
-    assert isinstance(fn(x).array, backend.get_array_module(x.data).ndarray)
+    assert isinstance(fn(x).array, backend.get_array_module(x.array).ndarray)
 
 
 def test_function_returning_numpy_scalars_still_accumulates() -> None:
@@ -580,14 +580,17 @@ def test_gradcheck_of_converted_inputs(rand) -> None:
 # ---- a Python number as an operand makes one array ----
 
 def test_python_number_operand_makes_one_array(monkeypatch) -> None:
-    """Issue 13: x * 0.5 built two arrays for the 0.5 (one to ask its dtype, one to use)."""
+    """Issue 13: x * 0.5 built two arrays for the 0.5 (one to ask its dtype, one to use). Issue 37: it is filled in
+    (full), not converted (asarray: on the GPU a host-to-device copy)."""
     x = mg.ones(2, 3)
     made = []
-    original = np.asarray
-    monkeypatch.setattr(np, "asarray", lambda *a, **k: made.append(a[0]) or original(*a, **k))
+    for name in ("asarray", "array", "full"):
+        original = getattr(np, name)
+        monkeypatch.setattr(np, name, lambda *a, _name=name, _original=original, **k:
+                            made.append((_name, a[:2])) or _original(*a, **k))
     y = x * 0.5
     monkeypatch.undo()
-    assert made == [0.5] and y.dtype == mg.float32
+    assert made == [("full", ((), 0.5))] and y.dtype == mg.float32
 
 
 # ---- errors that name the op ----
@@ -878,7 +881,7 @@ def test_var_and_std_without_degrees_of_freedom_match_torch(op, shape, dim, corr
         warnings.simplefilter("ignore", UserWarning)  # PyTorch's own warning about the degrees of freedom
         expected = getattr(torch.tensor(x), op)(dim, correction=correction)
     assert y.shape == tuple(expected.shape) and y.dtype == mg.float64
-    np.testing.assert_array_equal(backend.to_numpy(y.data), expected.numpy())  # inf and NaN where torch has them
+    np.testing.assert_array_equal(y.numpy(), expected.numpy())  # inf and NaN where torch has them
 
 
 @needs_torch

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend, nn, shapes
 from minigrad import functional as F
+from minigrad import nn, shapes
 
 try:
     import torch
@@ -28,7 +28,7 @@ TOL = dict(rtol=1e-10, atol=1e-12)
 
 def grad(t: mg.Tensor) -> np.ndarray:
     assert t.grad is not None, f"tensor of shape {t.shape} got no gradient"
-    return backend.to_numpy(t.grad)
+    return t.grad.numpy()
 
 
 def _t(array, requires_grad: bool = False):

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend
 from minigrad import functional as F
 
 
@@ -33,7 +32,7 @@ def test_softmax_of_huge_logits(rand, shift) -> None:
     y.backward(g)
     s = naive_softmax(x.numpy())
     expected = s * (g - (g * s).sum(-1, keepdims=True))
-    np.testing.assert_allclose(backend.to_numpy(x.grad), expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("shift", [1e4, -1e4])
@@ -57,8 +56,8 @@ def test_softmax_and_log_softmax_with_a_1e4_spread(device) -> None:
     # the reference subtracts two numbers near 1e4, so it is itself only good to a few ulp(1e4) = 1.8e-12
     np.testing.assert_allclose(lp.numpy(), x - logsumexp(x), rtol=1e-12, atol=1e-11)
     lp.backward(np.ones(x.shape))
-    assert np.isfinite(backend.to_numpy(t.grad)).all()
-    np.testing.assert_allclose(backend.to_numpy(t.grad), 1 - x.shape[1] * expected, rtol=1e-12, atol=1e-12)
+    assert np.isfinite(t.grad.numpy()).all()
+    np.testing.assert_allclose(t.grad.numpy(), 1 - x.shape[1] * expected, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("scale", [1e4, -1e4])
@@ -74,7 +73,7 @@ def test_cross_entropy_of_huge_logits(rand, scale) -> None:
     assert np.isfinite(loss.item())
     assert loss.item() == pytest.approx(expected, rel=1e-9)
     loss.backward()
-    dx = backend.to_numpy(x.grad)
+    dx = x.grad.numpy()
     assert np.isfinite(dx).all()
     one_hot = np.eye(5)[targets.reshape(-1)]
     np.testing.assert_allclose(dx, (scale * (np.exp(lp) - one_hot) / 6).reshape(2, 3, 5), rtol=1e-9, atol=1e-6)
@@ -92,7 +91,7 @@ def test_cross_entropy_float32_huge_logits(rand) -> None:
     x = rand(4, 6, dtype=mg.float32)
     loss = F.cross_entropy(x * 1e4, np.array([0, 5, 2, 2]))
     loss.backward()
-    assert np.isfinite(loss.item()) and np.isfinite(backend.to_numpy(x.grad)).all()
+    assert np.isfinite(loss.item()) and np.isfinite(x.grad.numpy()).all()
 
 
 @pytest.mark.parametrize("value", [0.0, 3.0, -1e4])
@@ -103,20 +102,20 @@ def test_layer_norm_of_a_constant_row(rand, device, value) -> None:
     np.testing.assert_allclose(y.numpy(), np.broadcast_to(b.numpy(), (2, 6)), atol=1e-12)  # x - mean = 0
     g = np.random.default_rng(0).standard_normal((2, 6))
     y.backward(g)
-    dx = backend.to_numpy(x.grad)
+    dx = x.grad.numpy()
     assert np.isfinite(dx).all()
     # with xhat = 0: dx = rstd * (dxhat - mean(dxhat)), rstd = 1 / sqrt(eps), dxhat = g * w
     dxhat = g * w.numpy()
     np.testing.assert_allclose(dx, (dxhat - dxhat.mean(-1, keepdims=True)) / np.sqrt(1e-5), rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(backend.to_numpy(w.grad), 0.0, atol=1e-12)
-    np.testing.assert_allclose(backend.to_numpy(b.grad), g.sum(0), rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), 0.0, atol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), g.sum(0), rtol=1e-12)
 
 
 def test_layer_norm_of_a_constant_row_float32(device) -> None:
     x = mg.tensor(np.full((3, 8), 7.0, dtype=np.float32), requires_grad=True, device=device)
     y = F.layer_norm(x, 8)
     y.backward(np.random.default_rng(0).standard_normal((3, 8)))
-    assert np.isfinite(y.numpy()).all() and np.isfinite(backend.to_numpy(x.grad)).all()
+    assert np.isfinite(y.numpy()).all() and np.isfinite(x.grad.numpy()).all()
 
 
 def test_causal_mask_then_softmax(rand, device) -> None:
@@ -132,7 +131,7 @@ def test_causal_mask_then_softmax(rand, device) -> None:
         np.testing.assert_allclose(yn[:, i, : i + 1], naive_softmax(xn[:, i, : i + 1]), rtol=1e-12)
     g = np.random.default_rng(0).standard_normal(x.shape)
     y.backward(g)
-    dx = backend.to_numpy(x.grad)
+    dx = x.grad.numpy()
     assert np.isfinite(dx).all()
     assert (dx[:, future] == 0.0).all()  # masked positions get no gradient
     for i in range(T):
