@@ -67,16 +67,19 @@ class Backward(core.Sweep):
         self.owns.discard(key)
 
     def input_grads(self, node: core.Function, dout: Any) -> Sequence[Any]:
-        if getattr(node, "versions", ()):
-            node.check_versions()  # an array it kept, written in place since? (versions.py)
+        for counter, seen, _ in getattr(node, "versions", ()):  # an array it kept, written in place since?
+            if counter[0] != seen:
+                node.check_versions()  # refuses if so (versions.py)
+                break
+        if getattr(node, "saved_indices", ()):
+            node.check_versions()
         dxs = super().input_grads(node, dout)
-        handed, shared = set(), set()  # arrays handed to two inputs (or one and its view): neither's to add into
-        for dx in dxs:
-            if dx is not None:
-                root = id(dx if getattr(dx, "base", None) is None else dx.base)
-                (shared if root in handed else handed).add(root)
-        self.fresh = {id(dx) for dx in dxs
-                      if dx is not None and dx is not dout and dx.base is None and id(dx) not in shared}
+        # the arrays made for one input alone: not dout, nor a view, nor handed to another input too (or its view)
+        fresh = {id(dx) for dx in dxs if dx is not None and dx is not dout and dx.base is None}
+        if len(dxs) > 1 and fresh:
+            roots = [id(dx if dx.base is None else dx.base) for dx in dxs if dx is not None]
+            fresh -= {root for root in roots if roots.count(root) > 1}
+        self.fresh = fresh
         return dxs
 
     def add(self, edge: core.Function | core.Tensor, dx: Any) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -60,16 +61,11 @@ class Tensor:
     def wrap(cls, array: Any, requires_grad: bool = False) -> Tensor:
         """A tensor around `array`, already a backend array (or a NumPy scalar): no copy, no check; for results."""
         t = object.__new__(cls)
-        t.array, t._grad, t._grad_fn, t._requires_grad = as_writable(array), None, None, requires_grad
+        t.array = as_writable(array) if isinstance(array, np.generic) else array
+        t._grad, t._grad_fn, t._requires_grad = None, None, requires_grad
         return t
 
-    @property
-    def requires_grad(self) -> bool:
-        """Whether backward() reaches this tensor: set on leaves, inherited by whatever is computed from them."""
-        return self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, requires_grad: bool) -> None:
+    def _set_requires_grad(self, requires_grad: bool) -> None:
         if not isinstance(requires_grad, bool):  # "yes" or 0 would pass as a flag; PyTorch refuses them too
             raise TypeError(f"requires_grad must be True or False, got {type(requires_grad).__name__} "
                             f"{requires_grad!r:.40}")
@@ -80,10 +76,11 @@ class Tensor:
                                f"by {self.grad_fn.op}; x.detach() gives its values outside the graph")
         self._requires_grad = requires_grad
 
-    @property
-    def grad_fn(self) -> Function | None:
-        """The node that computed this tensor; None for a leaf."""
-        return self._grad_fn
+    # C getters (attrgetter), as for shape below: the engine reads them on every op
+    requires_grad = property(attrgetter("_requires_grad"), _set_requires_grad,
+                             doc="Whether backward() reaches this tensor: set on leaves, inherited by what is "
+                                 "computed from them")
+    grad_fn = property(attrgetter("_grad_fn"), doc="The node that computed this tensor; None for a leaf")
 
     @property
     def is_leaf(self) -> bool:
@@ -126,9 +123,10 @@ class Tensor:
             raise TypeError(f"data: a tensor that requires grad holds floats, got dtype {array.dtype}")
         self.array = array
 
-    shape = property(lambda self: self.array.shape)
-    ndim = property(lambda self: self.array.ndim)
-    dtype = property(lambda self: self.array.dtype)
+    # C getters (attrgetter): the engine reads these on every op, and a getter of ours would cost a call each time
+    shape = property(attrgetter("array.shape"))
+    ndim = property(attrgetter("array.ndim"))
+    dtype = property(attrgetter("array.dtype"))
     device = property(lambda self: backend.device_of(self.array))
 
     def backward(self, gradient: Tensor | None = None, retain_graph: bool = False) -> None:
@@ -176,20 +174,22 @@ class Function:
         """Run forward on the inputs' arrays; where a gradient is wanted, record the node for backward."""
         node = modes.implementations.get(cls, cls)()  # extension point: which implementation runs (mg.compiled())
         arrays = node.arrays_of(inputs)
-        recording = modes.grad and any(t.requires_grad for t in inputs)
+        needs = [t.requires_grad for t in inputs]
+        recording = modes.grad and True in needs
         if recording:
-            node.needs_input_grad = tuple(t.requires_grad for t in inputs)
+            node.needs_input_grad = tuple(needs)
         try:
-            out = node.call("forward", *arrays, **options)
+            out = node.forward(*arrays, **options) if modes.hook is None else node.call("forward", *arrays, **options)
         except (ValueError, TypeError) as err:  # a NumPy/CuPy complaint: say which op and which shapes
             shapes = ", ".join(str(t.shape) for t in inputs)
             raise type(err)(f"{cls.op}: inputs of shapes {shapes}: {err}") from None
         several = isinstance(out, tuple)  # several outputs (split): each reaches the node through its own edge
-        results = tuple(TENSOR.wrap(o, recording) for o in (out if several else (out,)))
+        results = [TENSOR.wrap(o, recording) for o in out] if several else [TENSOR.wrap(out, recording)]
         if several:
             node.n_outputs = len(results)
         if recording:
-            node.parents = tuple((t.grad_fn or t) if t.requires_grad else None for t in inputs)
+            # each input's edge: the node that computed it (arrays_of brought a view's up to date), or the leaf
+            node.parents = tuple([(t._grad_fn or t) if need else None for t, need in zip(inputs, needs, strict=True)])
             if several:
                 for i, r in enumerate(results):
                     r._grad_fn = Output(node, i, r.array)
@@ -197,11 +197,12 @@ class Function:
                 results[0]._grad_fn = node
                 node.shape, node.dtype = out.shape, out.dtype  # what it hands its consumers, for the checks
         node.made(inputs, results, options)  # extension point: versions, views (minigrad/versions.py)
-        return results if several else results[0]
+        return tuple(results) if several else results[0]
 
     def arrays_of(self, inputs: Sequence[Tensor]) -> list[Any]:
         """The inputs' arrays, checked: tensors, all of one dtype and on one device (an extension point: a view whose
         base was written in place is brought up to date first, minigrad/versions.py)."""
+        arrays = []
         for i, t in enumerate(inputs):
             if not isinstance(t, Tensor):  # an option given by position, or an array not wrapped yet
                 raise TypeError(
@@ -209,14 +210,15 @@ class Function:
                     f"arguments: {type(self).__name__}.apply(x, name={t!r}) calls forward(x.array, name={t!r})"
                     if isinstance(t, (int, float, np.generic)) else
                     f"{self.op}: input {i} is a {type(t).__name__}, not a tensor; wrap it with mg.tensor()")
-        if len({(t.dtype, type(t.array)) for t in inputs}) > 1:  # another dtype, or another device
-            check_same_device_and_dtype(self.op, inputs)  # raises, naming every input's shape and dtype or device
-        return [t.array for t in inputs]
+            if arrays and (t.array.dtype != arrays[0].dtype or type(t.array) is not type(arrays[0])):
+                check_same_device_and_dtype(self.op, inputs)  # another dtype or device: raises, naming each input's
+            arrays.append(t.array)
+        return arrays
 
     def call(self, phase: str, *args: Any, **options: Any) -> Any:
-        """self.forward(...) or self.backward(...); an extension point: mg.intercept's hook runs around them."""
+        """self.forward(...) or self.backward(...) inside mg.intercept's hook (an extension point: a profiler's)."""
         run = getattr(self, phase)
-        return run(*args, **options) if modes.hook is None else modes.hook(self, phase, lambda: run(*args, **options))
+        return modes.hook(self, phase, lambda: run(*args, **options))
 
     def made(self, inputs: Sequence[Tensor], results: Sequence[Tensor], options: dict[str, Any]) -> None:
         """Called once forward has run and the node is recorded (an extension point: versions, views)."""
@@ -233,18 +235,13 @@ class Function:
         """Drop the arrays kept for backward once it has used them, and with them the inputs: a second backward()
         is refused. A node that kept no array (add, reshape: shapes only) stays whole and may run again, as in
         PyTorch."""
-        kept = [key for key, value in vars(self).items() if holds_array(value)]
+        arrays = backend.ARRAY_TYPES
+        kept = [key for key, value in vars(self).items()  # an array, or a tuple or list holding one
+                if type(value) in arrays or type(value) in (tuple, list) and not arrays.isdisjoint(map(type, value))]
         for key in kept:
             del self.__dict__[key]
         if kept:
             self.parents = None
-
-
-def holds_array(value: Any) -> bool:
-    """An array, or a tuple or list holding one: what release() drops."""
-    if isinstance(value, (tuple, list)):
-        return any(type(v) in backend.ARRAY_TYPES for v in value)
-    return type(value) in backend.ARRAY_TYPES
 
 
 class Output(Function):
@@ -344,7 +341,7 @@ class Sweep:
     def input_grads(self, node: Function, dout: Any) -> Sequence[Any]:
         """node.backward(dout), checked: one gradient per input, each of its input's shape and dtype (an extension
         point: autograd.py checks versions first)."""
-        dxs = node.call("backward", dout)
+        dxs = node.backward(dout) if modes.hook is None else node.call("backward", dout)
         name = type(node).__name__
         if not isinstance(dxs, (tuple, list)):
             raise TypeError(f"{name}.backward returned {type(dxs).__name__} instead of a tuple with one gradient "
@@ -354,15 +351,18 @@ class Sweep:
             dxs = dxs[:n]
         if len(dxs) != n:
             raise TypeError(f"{name}.backward returned {len(dxs)} gradients for {n} inputs")
-        dxs = [None if dx is None else as_writable(dx) for dx in dxs]
+        checked = []
         for parent, dx in zip(node.parents, dxs, strict=True):
-            if parent is not None and dx is not None and (dx.shape != parent.shape or dx.dtype != parent.dtype):
-                raise RuntimeError(
-                    f"{name}.backward returned a gradient of shape {dx.shape} and dtype {dx.dtype} for an input of "
-                    f"shape {parent.shape} and dtype {parent.dtype}"
-                    + ("; the gradient of an input that forward broadcast is summed back to its shape "
-                       "(arrays.unbroadcast)" if dx.shape != parent.shape else ""))
-        return dxs
+            if dx is not None:
+                dx = as_writable(dx)
+                if parent is not None and (dx.shape != parent.shape or dx.dtype != parent.dtype):
+                    raise RuntimeError(
+                        f"{name}.backward returned a gradient of shape {dx.shape} and dtype {dx.dtype} for an input "
+                        f"of shape {parent.shape} and dtype {parent.dtype}"
+                        + ("; the gradient of an input that forward broadcast is summed back to its shape "
+                           "(arrays.unbroadcast)" if dx.shape != parent.shape else ""))
+            checked.append(dx)
+        return checked
 
     def add(self, edge: Function | Tensor, dx: Any) -> None:
         """A tensor used twice gets the sum of the gradients of its two uses (an extension point: autograd.py adds

@@ -242,7 +242,10 @@ def _layer_norm_rows(x, w, b, eps, y, xhat, rstd):
             d = xhat[i, j] - mean
             xhat[i, j] = d
             var += d * d
-        r = F(1.0) / math.sqrt(var * inv_c + eps)
+        v = var * inv_c + eps
+        # 1 / sqrt(v), and 0 where the variance overflowed to inf, as NumPy's 1 / sqrt(inf): fastmath's approximate
+        # reciprocal square root, refined by a Newton step, would make 0 * inf = NaN of it
+        r = F(1.0) / math.sqrt(v) if v < F(math.inf) else F(0.0)
         rstd[i, 0] = r
         for j in range(c):
             xhat[i, j] *= r
@@ -439,6 +442,24 @@ def give_cores() -> None:
         if _cores_taken == 0 and _blas_limit is not None:
             _blas_limit.restore_original_limits()
             _blas_limit = None
+
+
+def describe() -> str:
+    """What mg.compiled() runs on, in one line: the kernels' threads, and whose sgemm the matrix products call."""
+    threads = f"{_threads} thread{'s' if _threads > 1 else ''} ({numba.threading_layer() if THREADED else 'serial'})"
+    products = f"{PRODUCTS}'s sgemm on those threads" if PRODUCTS else "NumPy (its BLAS)"
+    return f"mg.compiled(): the kernels on {threads}, the matrix products by {products}"
+
+
+def fallbacks() -> list[str]:
+    """Why the kernels run on fewer cores than they could, one sentence each (none where nothing falls back)."""
+    if not THREADED:
+        return ["mg.compiled(): Numba finds no threading layer (OpenMP or TBB: pip install tbb), so the kernels run "
+                "on one thread and the matrix products stay NumPy's"]
+    if _BLAS is None:
+        return ["mg.compiled(): NumPy's BLAS is not the OpenBLAS of NumPy's wheels, whose threads minigrad knows how "
+                "to set aside, so the kernels run on one thread and the matrix products stay NumPy's"]
+    return []
 
 
 def multiplies(a: np.ndarray, b: np.ndarray) -> bool:

@@ -40,7 +40,9 @@ def _with_number(op: str, x: core.Tensor, value: Any) -> tuple[core.Tensor, core
     """x and a Python or NumPy number as tensors of their common dtype; the number becomes one 0-d array, filled in
     where x lives (on the GPU a fill kernel takes the number as its argument: no host-to-device copy, as asarray
     would make)."""
-    kind = number_kind(op, value)  # a bool, int or float, checked: full below cannot misread it
+    kind = number_kind(op, value)  # a bool, int or float, checked: fill below cannot misread it
     if _KIND_RANK[kind] > _KIND_RANK[x.dtype.kind]:
         x = x.to(_KIND_DEFAULT[kind])
-    return x, core.TENSOR.wrap(backend.get_array_module(x.array).full((), value, dtype=x.dtype))
+    number = backend.get_array_module(x.array).empty((), dtype=x.dtype)
+    number.fill(value)  # on the GPU a kernel that takes the number as its argument
+    return x, core.TENSOR.wrap(number)

@@ -5,7 +5,9 @@ chooses). Neither changes what is computed; each says, in one visible place, tha
 
 from __future__ import annotations
 
+import sys
 import threading
+import warnings
 from typing import Any
 
 from minigrad.switches import Switch
@@ -26,7 +28,7 @@ class fused(Switch):
     """`with mg.fused():` the models' attention runs as one node, F.scaled_dot_product_attention, instead of its
     four steps written out (models/attention.py, where the choice is made); mg.fused(False) turns it off again."""
 
-    state, name = modes, "fused"
+    _state, name = modes, "fused"
 
     def __init__(self, enabled: bool = True) -> None:
         super().__init__(bool(enabled))
@@ -59,16 +61,30 @@ class compiled(Switch):
 
     def __enter__(self) -> None:
         super().__enter__()
-        self.saved().append(modes.kernels)
+        self._saved().append(modes.kernels)
         modes.kernels = None if self.compiled is None else self.compiled.kernels
         if self.compiled is not None:  # the cores are the kernels' (and the matrix products run on their threads)
             self.compiled.kernels.take_cores()
+            tell_once(self.compiled.kernels)
 
     def __exit__(self, *exc: object) -> None:
         if self.compiled is not None:
             self.compiled.kernels.give_cores()
-        modes.kernels = self.saved().pop()
+        modes.kernels = self._saved().pop()
         super().__exit__(*exc)
+
+
+told: list[str] = []  # what tell_once said, once per process
+
+
+def tell_once(kernels: Any) -> None:
+    """Say, the first time mg.compiled() is switched on, what it runs on (stderr), and warn where it falls back."""
+    if told:
+        return
+    told.append(kernels.describe())
+    print(told[0], file=sys.stderr)
+    for reason in kernels.fallbacks():
+        warnings.warn(reason, RuntimeWarning, stacklevel=3)
 
 
 def is_compiled_enabled() -> bool:

@@ -17,26 +17,26 @@ from minigrad import core
 
 
 class Switch(contextlib.ContextDecorator):
-    """A per-thread setting, `state.name`, for the block it guards; each exit restores what its own entry found on
+    """A per-thread setting, `_state.name`, for the block it guards; each exit restores what its own entry found on
     its own thread."""
 
-    state: Any = core.modes
+    _state: Any = core.modes
     name = ""
 
     def __init__(self, value: Any) -> None:
         self.value, self.entries = value, threading.local()  # entries.saved: this thread's stack of found values
 
-    def saved(self) -> list[Any]:
+    def _saved(self) -> list[Any]:
         if not hasattr(self.entries, "saved"):
             self.entries.saved = []
         return self.entries.saved
 
     def __enter__(self) -> None:
-        self.saved().append(getattr(self.state, self.name))
-        setattr(self.state, self.name, self.value)
+        self._saved().append(getattr(self._state, self.name))
+        setattr(self._state, self.name, self.value)
 
     def __exit__(self, *exc: object) -> None:
-        setattr(self.state, self.name, self.saved().pop())
+        setattr(self._state, self.name, self._saved().pop())
 
     def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
         """As a decorator: the function runs inside the block; a generator function's body too, each time it resumes
@@ -111,7 +111,7 @@ class set_grad_enabled(Switch):
     def __enter__(self) -> None:
         if self.found is None:
             return super().__enter__()
-        self.saved().append(self.found)  # `with mg.set_grad_enabled(m):` the call switched already; the exit restores
+        self._saved().append(self.found)  # `with mg.set_grad_enabled(m):` the call switched already; the exit restores
         self.found, core.modes.grad = None, self.value
 
     def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minigrad import backend, core
+from minigrad.dtypes import DType
 from minigrad.hooks import move_retained
 
 # ---- the Function minigrad's ops are written on: the core's, with versions and views ----
@@ -33,7 +34,13 @@ class Function(core.Function):
 
     def made(self, inputs: Sequence[core.Tensor], results: Sequence[core.Tensor], options: dict[str, Any]) -> None:
         if self.parents:
-            self.versions = [(t._version_counter, t._version_counter[0], id(t.array)) for t in (*inputs, *results)]
+            self.versions = versions = []
+            for t in inputs:
+                counter = t._version_counter
+                versions.append((counter, counter[0], id(t.array)))
+            for r in results:  # new tensors: new counters (a view's becomes its input's below)
+                r._counter = counter = [0]
+                versions.append((counter, 0, id(r.array)))
         if self.view:
             share_memory(inputs[0], results, type(self), options, self.n_outputs is not None)
 
@@ -157,9 +164,10 @@ class VersionedTensor:
     _counter: list[int] | None = None  # made at the first write or save (most results are never written)
     _view: View | None = None
 
-    def __init__(self, data: Any, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, data: Any, requires_grad: bool = False, dtype: DType | None = None,
+                 device: str | None = None, *, copy: bool = True) -> None:
         """Tensor(t, copy=False) shares t's array, and then its version too (as torch.as_tensor)."""
-        super().__init__(data, *args, **kwargs)
+        super().__init__(data, requires_grad, dtype, device, copy=copy)
         if isinstance(data, core.Tensor) and self.array is data.array:
             self._counter = data._version_counter
 

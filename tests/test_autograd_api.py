@@ -127,10 +127,10 @@ def refusals():
         "int requires_grad = True": (lambda: assign(i_mg, "requires_grad", True),
                                      lambda: assign(i_t, "requires_grad", True), (TypeError, RuntimeError),
                                      "only floating-point tensors can require grad"),
-        "grad of another shape": (lambda: assign(x_mg, "grad", np.zeros(4)),
+        "grad of another shape": (lambda: assign(x_mg, "grad", mg.zeros(4, dtype=mg.float64)),
                                   lambda: assign(x_t, "grad", torch.zeros(4, dtype=torch.float64)), RuntimeError,
                                   r"shape \(4,\)"),
-        "grad of another dtype": (lambda: assign(x_mg, "grad", np.zeros(3, np.float32)),
+        "grad of another dtype": (lambda: assign(x_mg, "grad", mg.zeros(3)),
                                   lambda: assign(x_t, "grad", torch.zeros(3, dtype=torch.float32)), RuntimeError,
                                   "dtype float32"),
         "grad that is the tensor": (lambda: assign(x_mg, "grad", x_mg), lambda: assign(x_t, "grad", x_t),
@@ -162,6 +162,22 @@ def test_a_grad_of_the_right_kind_is_taken_and_accumulated_into():
     leaf = mg.zeros(2)
     leaf.requires_grad = True  # a leaf's flag may change, as in PyTorch
     assert leaf.requires_grad and leaf.is_leaf
+
+
+def test_an_array_assigned_to_grad_is_still_taken_with_a_deprecation_warning():
+    """.grad was an array before 0.2: an array assigned to it is wrapped (shared, not copied) and warned about;
+    anything else that is not a tensor is refused, as PyTorch refuses it."""
+    x, _ = pair()
+    g = np.ones(3)
+    with pytest.warns(DeprecationWarning, match=r"assign mg.tensor\(array\)"):
+        x.grad = g
+    assert isinstance(x.grad, mg.Tensor) and x.grad.array is g
+    (x * 2).sum().backward()
+    np.testing.assert_array_equal(g, np.full(3, 3.0))  # accumulated into the array given
+    with pytest.raises(TypeError, match="expected a tensor or None, got list"):
+        x.grad = [1.0, 1.0, 1.0]
+    with pytest.raises(RuntimeError, match="shape"):
+        x.grad = mg.ones(4, dtype=mg.float64)
 
 
 @needs_torch

@@ -581,16 +581,16 @@ def test_gradcheck_of_converted_inputs(rand) -> None:
 
 def test_python_number_operand_makes_one_array(monkeypatch) -> None:
     """Issue 13: x * 0.5 built two arrays for the 0.5 (one to ask its dtype, one to use). Issue 37: it is filled in
-    (full), not converted (asarray: on the GPU a host-to-device copy)."""
+    (empty, then fill), not converted (asarray: on the GPU a host-to-device copy)."""
     x = mg.ones(2, 3)
     made = []
-    for name in ("asarray", "array", "full"):
+    for name in ("asarray", "array", "full", "empty"):
         original = getattr(np, name)
         monkeypatch.setattr(np, name, lambda *a, _name=name, _original=original, **k:
                             made.append((_name, a[:2])) or _original(*a, **k))
     y = x * 0.5
     monkeypatch.undo()
-    assert made == [("full", ((), 0.5))] and y.dtype == mg.float32
+    assert made == [("empty", ((),))] and y.dtype == mg.float32
 
 
 # ---- errors that name the op ----
@@ -788,7 +788,7 @@ def test_optimizer_load_state_dict_checks_before_changing_anything(change, messa
     model = _model()
     opt = optim.AdamW(optim.decay_groups(model.named_parameters(), 0.1), lr=1e-3)
     for p in model.parameters():
-        p.grad = np.ones(p.shape, dtype=p.dtype)
+        p.grad = mg.ones(p.shape, dtype=p.dtype)
     opt.step()
     saved = opt.state_dict()
     for group in saved["param_groups"]:

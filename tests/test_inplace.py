@@ -34,7 +34,7 @@ def test_an_optimizer_step_between_forward_and_backward_is_refused():
     w = mg.tensor([1.0, 2.0], requires_grad=True)
     x = mg.tensor([3.0, 4.0], requires_grad=True)
     loss = (w * x).sum()
-    w.grad = np.ones(2, dtype=np.float32)  # as an earlier backward would have left it
+    w.grad = mg.ones(2)  # as an earlier backward would have left it
     optim.SGD([w], lr=1).step()
     with pytest.raises(RuntimeError, match=rf"{MODIFIED}: input 0 of mul \(a leaf\), of shape \(2,\) and dtype "
                                            r"float32, is at version 1; mul saved it at version 0"):
@@ -46,7 +46,7 @@ def test_every_optimizer_step_counts_as_a_write(fused):
     w = mg.tensor([1.0, 2.0], requires_grad=True)
     opt = optim.AdamW([w], fused=fused) if fused else optim.SGD([w], lr=0.1, momentum=0.9)
     for expected in (1, 2, 3):
-        w.grad = np.ones(2, dtype=np.float32)
+        w.grad = mg.ones(2)
         opt.step()
         assert w._version == expected
 

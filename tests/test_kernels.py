@@ -238,6 +238,21 @@ def test_gelu_kernels_match_the_float64_formula():
 
 
 @needs_numba
+def test_compiled_layer_norm_of_a_row_whose_variance_overflows_is_numpy_s_and_torch_s():
+    """var of [1.5e19, -1.5e19, 0, 0] overflows float32 to inf, and 1 / sqrt(inf) = 0 makes the row 0 (NumPy's code
+    and PyTorch); the kernel's approximate reciprocal square root made NaN of it."""
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed: it is the reference here")
+    x = np.array([[1.5e19, -1.5e19, 0, 0], [1, 2, 3, 4], [np.nan, 1, 2, 3]], np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        plain = F.layer_norm(mg.tensor(x), 4).numpy()
+        with mg.compiled():
+            compiled = F.layer_norm(mg.tensor(x), 4).numpy()
+    expected = torch.nn.functional.layer_norm(torch.tensor(x), (4,)).numpy()
+    np.testing.assert_allclose(plain, expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(compiled, expected, rtol=1e-6, atol=1e-6)  # NaN where torch has NaN, 0 on row 0
+
+
+@needs_numba
 def test_compiled_layer_norm_keeps_the_digits_of_rows_far_from_zero():
     """Rows of 1e4 + N(0, 1) in float32: both paths against float64 on the same float32 values; the kernel sums the
     mean from each row's first value, NumPy's code from 0."""
@@ -273,7 +288,7 @@ def test_the_adam_kernel_equals_the_fused_numpy_step(kind, options):
         opt = kind(params, lr=1e-2, fused=True, **options)
         for _ in range(6):
             for p in params:
-                p.grad = rng.standard_normal(p.shape).astype(np.float32)
+                p.grad = mg.tensor(rng.standard_normal(p.shape), dtype=mg.float32)
             with mg.compiled(compiled):
                 opt.step()
         return [p.numpy() for p in params], [opt.state[p] for p in params]
@@ -394,3 +409,25 @@ def test_the_switch_is_per_thread_and_nests():
         thread.start()
         thread.join()
     assert seen == [False] and not mg.is_compiled_enabled()
+
+
+@needs_numba
+def test_compiled_says_once_what_it_runs_on_and_warns_where_it_falls_back(monkeypatch, capsys):
+    from minigrad import speed
+
+    monkeypatch.setattr(speed, "told", [])
+    with mg.compiled():
+        pass
+    with mg.compiled():
+        pass
+    said = capsys.readouterr().err.splitlines()
+    assert said == [kernels.describe()] and "thread" in said[0] and "matrix products" in said[0]
+    monkeypatch.setattr(speed, "told", [])
+    monkeypatch.setattr(kernels, "THREADED", False)  # as where neither OpenMP nor TBB loads
+    with pytest.warns(RuntimeWarning, match="no threading layer .* one thread"), mg.compiled():
+        pass
+    monkeypatch.setattr(speed, "told", [])
+    monkeypatch.setattr(kernels, "THREADED", True)
+    monkeypatch.setattr(kernels, "_BLAS", None)  # as where NumPy's BLAS is not its wheel's OpenBLAS
+    with pytest.warns(RuntimeWarning, match="not the OpenBLAS of NumPy's wheels"), mg.compiled():
+        pass

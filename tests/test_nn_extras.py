@@ -113,7 +113,7 @@ def test_clip_grad_value_clamps_each_element_in_place_as_torch():
     params = [nn.Parameter(np.zeros(g.shape)) for g in grads]
     t_params = [torch.zeros(g.shape, dtype=torch.float64, requires_grad=True) for g in grads]
     for p, tp, g in zip(params, t_params, grads, strict=True):
-        p.grad, tp.grad = g.copy(), torch.from_numpy(g.copy())
+        p.grad, tp.grad = mg.tensor(g), torch.from_numpy(g.copy())
     kept = params[0].grad
     assert optim.clip_grad_value_(params, 1.0) is None
     torch.nn.utils.clip_grad_value_(t_params, 1.0)
@@ -124,7 +124,7 @@ def test_clip_grad_value_clamps_each_element_in_place_as_torch():
 
 def test_clip_grad_value_takes_one_tensor_and_skips_missing_gradients():
     p, q = nn.Parameter(np.zeros(3)), nn.Parameter(np.zeros(2))
-    p.grad = np.array([5.0, -5.0, 0.0])
+    p.grad = mg.tensor(np.array([5.0, -5.0, 0.0]))
     optim.clip_grad_value_(p, 2)
     optim.clip_grad_value_([p, q], 2)  # q has no gradient
     np.testing.assert_array_equal(p.grad, [2.0, -2.0, 0.0])

@@ -38,7 +38,7 @@ class Problem:
 
     def set_grads(self):
         for name, p in self.model.named_parameters():
-            p.grad = backend.to_device(self.grad(name, p.numpy()), p.device)
+            p.grad = mg.tensor(self.grad(name, p.numpy()), device=p.device)
 
 
 def adamw_reference(p, g, m, v, t, lr, betas, eps, wd):
@@ -187,7 +187,7 @@ def test_fused_adam_moments_keep_float32s_digits(kind, maximize):
     for fused in (False, True):
         p = mg.tensor(np.zeros(10_000), dtype=mg.float32, requires_grad=True)
         opt = kind([p], lr=1e-3, weight_decay=0.0, maximize=maximize, fused=fused)
-        p.grad = g.copy()
+        p.grad = mg.tensor(g)
         opt.step()
         sign = -1 if maximize else 1
         np.testing.assert_allclose(opt.state[p]["exp_avg"], sign * 0.1 * g.astype(np.float64), rtol=3e-7)
@@ -217,7 +217,7 @@ def test_a_parameter_that_is_a_transposed_view_is_updated_in_place(device, make,
     for _ in range(3):
         g = rng.standard_normal((5, 3))
         for q in (p, contiguous):
-            q.grad = backend.to_device(g, device)
+            q.grad = mg.tensor(g, device=device)
         for opt in opts:
             opt.step()
     assert not p.array.flags.c_contiguous  # still the view of W
@@ -418,8 +418,8 @@ def test_a_parameter_whose_first_gradient_comes_late_starts_at_its_own_step_1(fu
     topt = torch.optim.AdamW([ta, tb], lr=0.1, weight_decay=0.0)
     g = np.array([0.5, -2.0, 1e-3])
     for step in range(3):
-        a.grad, ta.grad = g.copy(), torch.tensor(g)
-        b.grad, tb.grad = (None, None) if step == 0 else (g.copy(), torch.tensor(g))  # b is frozen at step 0
+        a.grad, ta.grad = mg.tensor(g), torch.tensor(g)
+        b.grad, tb.grad = (None, None) if step == 0 else (mg.tensor(g), torch.tensor(g))  # b is frozen at step 0
         opt.step()
         topt.step()
         if step == 1:  # b's first move: lr * m_hat / (sqrt(v_hat) + eps), which is lr * sign(g)
@@ -586,10 +586,10 @@ def test_a_parameter_added_to_a_group_later_is_updated_or_refused():
     """param_groups[0]["params"].append(p) raised `generator raised StopIteration`."""
     p, q = (mg.tensor([1.0, 2.0], requires_grad=True) for _ in range(2))
     opt = optim.AdamW([p], lr=0.1, weight_decay=0.0)
-    p.grad = np.ones(2, dtype=np.float32)
+    p.grad = mg.ones(2)
     opt.step()
     opt.param_groups[0]["params"].append(q)
-    p.grad = q.grad = np.ones(2, dtype=np.float32)
+    p.grad = q.grad = mg.ones(2)
     opt.step()
     assert opt.state[p]["step"] == 2 and opt.state[q]["step"] == 1
     np.testing.assert_allclose(q.numpy(), [0.9, 1.9], rtol=1e-5)  # AdamW's first step: lr * sign(g)
@@ -608,7 +608,7 @@ def test_any_leaf_tensor_is_accepted_as_torch_accepts_it():
     x = mg.tensor([1.0, 2.0], requires_grad=True)
     for params in ([x], [{"params": x}], [{"params": [x]}], (t for t in [x])):
         opt = optim.SGD(params, lr=0.5)
-        x.grad = np.ones(2, dtype=np.float32)
+        x.grad = mg.ones(2)
         opt.step()
     np.testing.assert_array_equal(x.numpy(), [-1.0, 0.0])
     with pytest.raises(TypeError, match=r"params must be a list .* got Tensor of shape \(2,\); pass \[p\]"):
@@ -626,7 +626,7 @@ def test_any_leaf_tensor_is_accepted_as_torch_accepts_it():
 def test_zero_grad_can_keep_the_arrays():
     p = mg.tensor([1.0, 2.0], requires_grad=True)
     opt = optim.SGD([p])
-    p.grad = np.ones(2, dtype=np.float32)
+    p.grad = mg.ones(2)
     kept = p.grad
     opt.zero_grad(set_to_none=False)
     assert p.grad is kept and not p.grad.any()
@@ -644,12 +644,12 @@ def test_clip_grad_norm_of_one_tensor_or_many_matches_torch(norm_type, device):
     rng = np.random.default_rng(0)
     grads = [rng.standard_normal((3, 4)) * 3, rng.standard_normal(5)]
     empty = mg.tensor(np.zeros(0), requires_grad=True, device=device)
-    empty.grad = backend.to_device(np.zeros(0), device)
+    empty.grad = mg.tensor(np.zeros(0), device=device)
     for group in ([0], [0, 1]):
         mine = [mg.tensor(np.zeros(grads[i].shape), requires_grad=True, device=device) for i in group]
         theirs = [torch.zeros(grads[i].shape, dtype=torch.float64, requires_grad=True) for i in group]
         for i, p, q in zip(group, mine, theirs, strict=True):
-            p.grad, q.grad = backend.to_device(grads[i].copy(), device), torch.tensor(grads[i])
+            p.grad, q.grad = mg.tensor(grads[i], device=device), torch.tensor(grads[i])
         args = (mine[0], theirs[0]) if len(group) == 1 else ([empty, *mine], theirs)  # a tensor itself, or a list
         norm = optim.clip_grad_norm_(args[0], 1.0, norm_type=norm_type)
         tnorm = torch.nn.utils.clip_grad_norm_(args[1], 1.0, norm_type=norm_type)
@@ -660,7 +660,7 @@ def test_clip_grad_norm_of_one_tensor_or_many_matches_torch(norm_type, device):
 
 def test_clip_grad_norm_refuses_what_has_no_meaning():
     p = mg.tensor([1.0], requires_grad=True)
-    p.grad = np.array([np.inf], dtype=np.float32)
+    p.grad = mg.tensor(np.array([np.inf], dtype=np.float32))
     with pytest.raises(RuntimeError, match="the total norm of order 2.0 of the gradients is inf"):
         optim.clip_grad_norm_(p, 1.0, error_if_nonfinite=True)
     assert optim.clip_grad_norm_(p, 1.0) == math.inf and p.grad[0] == np.inf  # left as it was

@@ -97,7 +97,7 @@ def test_parallel_adamw_matches_one_thread(monkeypatch):
                 m.setattr(runtime, "run_parallel", _spy(runtime.run_parallel, calls))
             for _ in range(3):
                 for p in params:
-                    p.grad = rng.standard_normal(p.shape)
+                    p.grad = mg.tensor(rng.standard_normal(p.shape))
                 opt.step()
         return [p.numpy().copy() for p in params]
 
@@ -133,7 +133,7 @@ def test_a_forked_child_starts_its_own_thread_pool(monkeypatch):
         pytest.skip("one CPU core: no thread pool")
     monkeypatch.setattr(runtime, "MIN_PARALLEL", 1)
     p = mg.nn.Parameter(np.ones(1000))
-    p.grad = np.ones(1000)
+    p.grad = mg.tensor(np.ones(1000))
     opt = AdamW([p], lr=0.1, fused=True)
     monkeypatch.setattr(AdamW, "piece", {"cpu": 100, "cuda": 100})
     opt.step()
