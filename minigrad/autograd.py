@@ -51,9 +51,20 @@ class Backward(core.Sweep):
             raise RuntimeError(FREED)  # an input not reached: the way to it may have been freed
 
     def visit(self, edge: core.Function | core.Tensor, dout: Any) -> None:
-        key, targets = id(edge), self.targets
+        key = id(edge)
+        if self.targets is not None or hooks_of(edge):
+            dout = self.before_visit(edge, key, dout)
+            if dout is None:
+                return
+        super().visit(edge, dout)
+        self.owns.discard(key)
+
+    def before_visit(self, edge: core.Function | core.Tensor, key: int, dout: Any) -> Any:
+        """The edge's hooks, and with targets the capture of a chosen input's gradient: dout as the sweep goes on
+        with it, or None where it goes no further along this edge."""
+        targets = self.targets
         if targets is not None and key not in self.needed:
-            return
+            return None
         if targets is not None and self.early and key in targets and key in self.through:
             self.captured[key] = dout.copy()  # an input asked for that the sweep goes past: before its hooks
         if hooks_of(edge):
@@ -62,16 +73,15 @@ class Backward(core.Sweep):
         if targets is not None and key in targets and key not in self.captured:  # an input asked for
             self.captured[key] = dout if key in self.owns else dout.copy()
             if key not in self.through:
-                return
-        super().visit(edge, dout)
-        self.owns.discard(key)
+                return None
+        return dout
 
     def input_grads(self, node: core.Function, dout: Any) -> Sequence[Any]:
         for counter, seen, _ in getattr(node, "versions", ()):  # an array it kept, written in place since?
             if counter[0] != seen:
                 node.check_versions()  # refuses if so (versions.py)
                 break
-        if getattr(node, "saved_indices", ()):
+        if getattr(node, "saved_indices", None):  # an index or mask tensor it kept (versions.saves_index)
             node.check_versions()
         dxs = super().input_grads(node, dout)
         # the arrays made for one input alone: not dout, nor a view, nor handed to another input too (or its view)

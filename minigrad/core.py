@@ -325,17 +325,17 @@ class Sweep:
     def visit(self, edge: Function | Tensor, dout: Any) -> None:
         """dout, d(loss)/d(the tensor edge stands for), is complete: hand it on (an extension point)."""
         if isinstance(edge, Tensor):  # a leaf
-            self.accumulate_grad(edge, dout)
-        elif edge.parents is None:  # freed by an earlier backward()
+            return self.accumulate_grad(edge, dout)
+        if edge.parents is None:  # freed by an earlier backward()
             raise RuntimeError(FREED)
-        elif isinstance(edge, Output):  # one of several outputs: the node's backward gets them all at once
+        if isinstance(edge, Output):  # one of several outputs: the node's backward gets them all at once
             node = edge.parents[0]
             self.grads.setdefault(id(node), [None] * node.n_outputs)[edge.index] = dout
         else:
             for parent, dx in zip(edge.parents, self.input_grads(edge, dout), strict=True):
                 if parent is not None and dx is not None:
                     self.add(parent, dx)
-        if not self.retain_graph and isinstance(edge, Function):
+        if not self.retain_graph:
             edge.release()
 
     def input_grads(self, node: Function, dout: Any) -> Sequence[Any]:

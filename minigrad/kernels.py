@@ -5,9 +5,9 @@ written as one loop over the elements (or the rows): where NumPy makes one pass 
 GELU's erf is about thirty), a kernel makes one, its loop spread over the cores (numba.prange). The matrix
 products run on the same threads (`product`, at the end): NumPy's BLAS, whose own threads would spin on the cores
 the kernels want, runs on one thread inside mg.compiled() (docs/performance.md, which also measures what each
-kernel buys). A Function chooses its kernel where a reader sees it (`kernels = modes.kernels` and
-`kernels.takes(x)` in its forward); the NumPy code beside each stays the definition, and tests/test_kernels.py
-checks every kernel against it.
+kernel buys). The Functions that call them are minigrad/compiled_functions.py's, subclasses of the teaching
+Functions that core.Function.apply runs instead under mg.compiled(); the NumPy code of each teaching Function stays
+the definition, and tests/test_kernels.py checks every kernel against it.
 
 Numba's own exp is the C library's, one element at a time; `exp32` below is Cephes' expf in plain arithmetic,
 which the compiler turns into vector instructions, 8 or 16 elements at a time.
