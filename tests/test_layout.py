@@ -12,6 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 import train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,6 +143,7 @@ def test_the_default_step_enters_every_teaching_function_and_no_kernel(capsys):
 def test_the_compiled_step_runs_the_compiled_implementations_instead(capsys):
     """The reverse under --compiled (which also asks for attention as one node): the Functions with a compiled
     implementation run it, on the kernels, and their teaching code is not entered; NumPy's products are not called."""
+    pytest.importorskip("numba", reason="Numba is not installed: pip install -e '.[compiled]' for the compiled step")
     called = trace_second_iteration(["--compiled"])
     names = {q for _, q in called}
     assert {"CompiledLayerNorm.forward", "CompiledLayerNorm.backward", "CompiledSlope.forward",
