@@ -1,5 +1,5 @@
 """minigrad: a small, readable autograd engine (NumPy on the CPU, CuPy on NVIDIA GPUs), with PyTorch's names.
-Start at tensor.py (Tensor, Function, backward), then the op modules it ties to; docs/layout.md maps every module.
+Start at core.py (Tensor, Function, backward), then the op modules; docs/layout.md maps every module.
 """
 
 from minigrad import autograd, functional, lr_scheduler, nn, optim

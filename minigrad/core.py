@@ -3,9 +3,9 @@ primitive with a hand-written backward, and one node of the graph), grad mode, t
 sweep that backward() runs. It imports only the array layer below it (backend, dtypes, arrays).
 
 What PyTorch's contract adds (in-place writes and version counters, hooks, autograd.grad, dtype promotion, the
-methods and operators) and the faster implementations plug in at the points marked `# extension point:`, from
-the modules that minigrad/tensor.py assembles mg.Tensor and mg.Function from; none of them is needed to follow
-one training step. docs/backward.md walks through this file.
+methods and operators) and the faster implementations plug in at the methods whose docstrings say "extension
+point" (docs/layout.md has the table), from the modules that minigrad/tensor.py assembles mg.Tensor and
+mg.Function from; none of them is needed to follow one training step. docs/backward.md walks through this file.
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ class Function:
     def apply(cls, *inputs: Tensor, **options: Any) -> Tensor | tuple[Tensor, ...]:
         """Run forward on the inputs' arrays; where a gradient is wanted, record the node for backward."""
         node = modes.implementations.get(cls, cls)()  # extension point: which implementation runs (mg.compiled())
-        arrays = node.arrays_of(inputs)
+        arrays = node.arrays_of(inputs)  # extension point: the inputs checked (and a stale view brought up to date)
         needs = [t.requires_grad for t in inputs]
         recording = modes.grad and True in needs
         if recording:
