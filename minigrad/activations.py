@@ -124,12 +124,12 @@ def _gelu_tanh_block(x, y, slope) -> None:
     h += 0.5
     xp.multiply(x, h, out=y)  # y = x h
     if slope is not None:
-        du2 = xp.multiply(x_sq, 6 * _GELU_K * _GELU_C, out=x_sq)  # 2 du/dx = 2c + 6ck x^2, in x^2's memory
-        du2 += 2 * _GELU_C
+        two_du_dx = xp.multiply(x_sq, 6 * _GELU_K * _GELU_C, out=x_sq)  # 2 du/dx = 2c + 6ck x^2, in x^2's memory
+        two_du_dx += 2 * _GELU_C
         # dy/dx = h + y (1 - h) (2c + 6ck x^2), built in place in slope
         xp.subtract(1, h, out=slope)
         slope *= y
-        slope *= du2
+        slope *= two_du_dx
         slope += h
 
 
@@ -162,7 +162,7 @@ def _gelu_erf_block(x, y, slope) -> None:
         pdf *= -0.5
         xp.exp(pdf, out=pdf)
         pdf *= _ONE_OVER_SQRT_2PI
-        # dy/dx = Phi(x) + x phi(x), in phi's memory: slope
+        # dy/dx = Phi(x) + x phi(x), in slope, where phi(x) was
         xp.multiply(pdf, x, out=slope)
         slope += cdf
 
