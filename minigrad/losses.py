@@ -46,13 +46,13 @@ class CrossEntropyFunction(Function):
         sums of arrays.row_max and row_sums; x - max, its exps and probs share one (N, V) array)."""
         xp = backend.get_array_module(x)
         shifted = xp.subtract(x, row_max(x))  # x - max: the same softmax, and exp can no longer overflow
-        losses = -shifted[rows, targets]  # (N,)
+        target_shifted = shifted[rows, targets]  # (x - max)[t], (N,): a copy, taken before exp overwrites shifted
         if smoothing:
             mean_shifted = row_sums(shifted)[:, 0] * (1 / x.shape[1])
         exps = xp.exp(shifted, out=shifted)  # exp(x - max), in shifted's memory
         sums = row_sums(exps)  # (N, 1)
         log_sums = xp.log(sums[:, 0])
-        losses += log_sums  # -log softmax(x)[t] = log(sum) - (x - max)[t]
+        losses = log_sums - target_shifted  # -log softmax(x)[t] = log(sum) - (x - max)[t]
         if smoothing:  # -sum_c q_c log softmax(x)_c = (1 - eps) (-log softmax(x)[t]) - eps mean_c log softmax(x)_c
             losses = (1 - smoothing) * losses - smoothing * (mean_shifted - log_sums)
         probs = xp.divide(exps, sums, out=exps)  # softmax(x) = exp(x - max) / sum, in the exps' memory
