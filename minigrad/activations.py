@@ -35,9 +35,9 @@ class SoftmaxFunction(Function):
     def forward(self, x):
         xp = backend.get_array_module(x)
         x2 = as_rows(x)  # (N, L)
-        y = xp.subtract(x2, row_max(x2))  # x - max: changes nothing, but exp() can no longer overflow
-        xp.exp(y, out=y)
-        y /= row_sums(y)
+        shifted = xp.subtract(x2, row_max(x2))  # x - max: changes nothing, but exp() can no longer overflow
+        exps = xp.exp(shifted, out=shifted)  # exp(x - max), in shifted's memory
+        y = xp.divide(exps, row_sums(exps), out=exps)  # y = exp(x - max) / sum(exp(x - max)), in the exps' memory
         self.y = y  # (N, L)
         return y.reshape(x.shape)
 
@@ -45,9 +45,9 @@ class SoftmaxFunction(Function):
         # in the forward pass this was: y = exp(x) / sum(exp(x)), so dy_i/dx_j = y_i * (delta_ij - y_j)
         xp = backend.get_array_module(dout)
         d2 = as_rows(dout)  # (N, L)
-        dx = xp.multiply(d2, self.y)
-        xp.subtract(d2, row_sums(dx), out=dx)  # dout - sum(dout * y)
-        dx *= self.y
+        dout_y = xp.multiply(d2, self.y)  # dout * y
+        centred = xp.subtract(d2, row_sums(dout_y), out=dout_y)  # dout - sum(dout * y), in dout_y's memory
+        dx = xp.multiply(centred, self.y, out=centred)  # dx = y * (dout - sum(dout * y)), in the same memory
         return (dx.reshape(dout.shape),)
 
 
@@ -113,21 +113,24 @@ class SlopeFunction(Function):
 
 def _gelu_tanh_block(x, y, slope) -> None:
     xp = backend.get_array_module(x)
-    x2 = xp.multiply(x, x)  # x^2
-    h = xp.multiply(x2, _GELU_K * _GELU_C)
-    h += _GELU_C
-    h *= x  # u = c (x + k x^3)
-    xp.tanh(h, out=h)
+    x_sq = xp.multiply(x, x)  # x^2
+    # u = c (x + k x^3), built in place as (ck x^2 + c) x
+    u = xp.multiply(x_sq, _GELU_K * _GELU_C)
+    u += _GELU_C
+    u *= x
+    # h = 0.5 (1 + tanh(u)), in u's memory
+    h = xp.tanh(u, out=u)
     h *= 0.5
-    h += 0.5  # h = 0.5 (1 + tanh(u))
+    h += 0.5
     xp.multiply(x, h, out=y)  # y = x h
     if slope is not None:
-        x2 *= 6 * _GELU_K * _GELU_C
-        x2 += 2 * _GELU_C  # 2c + 6ck x^2
+        two_du_dx = xp.multiply(x_sq, 6 * _GELU_K * _GELU_C, out=x_sq)  # 2 du/dx = 2c + 6ck x^2, in x^2's memory
+        two_du_dx += 2 * _GELU_C
+        # dy/dx = h + y (1 - h) (2c + 6ck x^2), built in place in slope
         xp.subtract(1, h, out=slope)
         slope *= y
-        slope *= x2
-        slope += h  # dy/dx
+        slope *= two_du_dx
+        slope += h
 
 
 class GeluFunction(SlopeFunction):
@@ -151,14 +154,16 @@ def _gelu_erf_block(x, y, slope) -> None:
     # Phi(x) = 0.5 (1 + erf(x / sqrt(2))) = 0.5 erfc(-x / sqrt(2)): no 1 + erf cancelling where Phi is tiny, and
     # in float32 backend.erfc is one formula in place (speed: Cody's erf runs three in float64)
     cdf = backend.erfc(x * -_SQRT_HALF)
-    cdf *= 0.5
-    xp.multiply(x, cdf, out=y)
+    cdf *= 0.5  # Phi(x)
+    xp.multiply(x, cdf, out=y)  # y = x Phi(x)
     if slope is not None:
-        xp.multiply(x, x, out=slope)
-        slope *= -0.5
-        xp.exp(slope, out=slope)
-        slope *= _ONE_OVER_SQRT_2PI  # phi(x)
-        slope *= x
+        # phi(x) = exp(-x^2 / 2) / sqrt(2 pi), built in place in slope
+        pdf = xp.multiply(x, x, out=slope)
+        pdf *= -0.5
+        xp.exp(pdf, out=pdf)
+        pdf *= _ONE_OVER_SQRT_2PI
+        # dy/dx = Phi(x) + x phi(x), in slope, where phi(x) was
+        xp.multiply(pdf, x, out=slope)
         slope += cdf
 
 

@@ -197,7 +197,8 @@ def dropout_scale(x: Array, p: float) -> Array:
 
 def row_sums(a: Array) -> Array:
     """Sums of the rows of a (N, L) as (N, 1), as one matrix-vector product with ones (speed: BLAS runs it
-    several times faster than NumPy's sum along a short last axis; softmax, layer norm and cross-entropy use it)."""
+    several times faster than NumPy's sum along a short last axis; softmax, layer norm, cross-entropy and
+    attention use it)."""
     return (a @ backend.get_array_module(a).ones(a.shape[1], dtype=a.dtype))[:, None]
 
 

@@ -98,10 +98,10 @@ class CompiledAttention(ScaledDotProductAttentionFunction):
 
     product = staticmethod(product)
 
-    def weights(self, s, float_mask, hidden, scale):
-        if kernels.takes(s) and not float_mask and (hidden is None or hidden.shape == s.shape[-2:]):
-            return kernels.attention_weights(as_rows(s), hidden, scale).reshape(s.shape)
-        return super().weights(s, float_mask, hidden, scale)
+    def weights(self, qk, float_mask, hidden, scale):
+        if kernels.takes(qk) and not float_mask and (hidden is None or hidden.shape == qk.shape[-2:]):
+            return kernels.attention_weights(as_rows(qk), hidden, scale).reshape(qk.shape)
+        return super().weights(qk, float_mask, hidden, scale)
 
     @staticmethod
     def softmax_backward(dp, p):

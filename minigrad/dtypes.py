@@ -108,8 +108,8 @@ def check_float(op: str, x: Any) -> None:
 
 def check_same_device_and_dtype(op: str, inputs: Sequence[Any]) -> None:
     """Refuse tensors of two dtypes (float32 with float64) in one op, rather than promote silently and fail
-    in backward; likewise tensors on two devices. (Elementwise ops promote a lower kind first: see
-    elementwise.as_operands.)"""
+    in backward; likewise tensors on two devices. (Binary ops promote a lower kind first: see
+    promotion.operands.)"""
     if len({t.device for t in inputs}) > 1:
         where = ", ".join(f"{t.shape} on {t.device}" for t in inputs)
         raise RuntimeError(f"{op.lower()}: inputs are on different devices ({where}); move them with .to()")

@@ -43,26 +43,26 @@ class CrossEntropyFunction(Function):
     def losses_and_probs(x, rows, targets, smoothing):
         """Each row's loss -sum_c q_c log softmax(x)_c, q = (1 - eps) one_hot(t) + eps / V, and softmax(x), from one
         exp: probs = exp(x - max) / sum and -log softmax(x)[t] = log(sum) - (x - max)[t] (speed: the row maxima and
-        sums of arrays.row_max and row_sums, the work in place in probs)."""
+        sums of arrays.row_max and row_sums; x - max, its exps and probs share one (N, V) array)."""
         xp = backend.get_array_module(x)
-        probs = xp.subtract(x, row_max(x))  # x - max, then its exps, then probs, in one (N, V) array
-        losses = -probs[rows, targets]  # (N,)
+        shifted = xp.subtract(x, row_max(x))  # x - max: the same softmax, and exp can no longer overflow
+        target_shifted = shifted[rows, targets]  # (x - max)[t], (N,): a copy, taken before exp overwrites shifted
         if smoothing:
-            mean_shifted = row_sums(probs)[:, 0] * (1 / x.shape[1])
-        xp.exp(probs, out=probs)
-        sums = row_sums(probs)  # (N, 1)
+            mean_shifted = row_sums(shifted)[:, 0] * (1 / x.shape[1])
+        exps = xp.exp(shifted, out=shifted)  # exp(x - max), in shifted's memory
+        sums = row_sums(exps)  # (N, 1)
         log_sums = xp.log(sums[:, 0])
-        losses += log_sums  # -log softmax(x)[t]
+        losses = log_sums - target_shifted  # -log softmax(x)[t] = log(sum) - (x - max)[t]
         if smoothing:  # -sum_c q_c log softmax(x)_c = (1 - eps) (-log softmax(x)[t]) - eps mean_c log softmax(x)_c
             losses = (1 - smoothing) * losses - smoothing * (mean_shifted - log_sums)
-        probs /= sums
+        probs = xp.divide(exps, sums, out=exps)  # softmax(x) = exp(x - max) / sum, in the exps' memory
         return losses, probs
 
     def backward(self, dout):
         xp = backend.get_array_module(dout)
         counted = self.counted[:, None] > 0  # (N, 1)
         w = xp.where(counted, _row_weights(dout, self.reduction, self.n, self.probs.shape[0]), 0)  # (N, 1)
-        # in the forward pass this was: loss = reduce(-sum_c q_c log probs_c)
+        # in the forward pass this was: loss = reduce(-sum_c q_c log probs_c), so dx = w (probs - q), built in place
         dx = self.probs * w  # an ignored row: probs * 0, so 0 unless its logits hold NaN or +inf (NaN, as PyTorch)
         dx[self.rows, self.targets] -= (1 - self.smoothing) * w[:, 0]
         if self.smoothing:
@@ -94,6 +94,7 @@ class SoftCrossEntropyFunction(Function):
         need_logits, need_target = self.needs_input_grad
         dx = dp = None
         if need_logits:
+            # dx = w (softmax(x) * sum_c q_c - q), built in place
             dx = xp.exp(self.log_probs) * self.q.sum(axis=1, keepdims=True)
             dx -= self.q
             dx *= w

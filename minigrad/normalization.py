@@ -19,8 +19,9 @@ class LayerNormFunction(Function):
     """y = (x - mean) * rstd * w + b over the last axis, rstd = 1 / sqrt(var + eps).
 
     dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  with dxhat = dout * w
-    Row and column sums go through arrays.row_sums and column_sums, and the work is done in place in xhat, y and
-    dx (speed: see docs/performance.md).
+    Row and column sums go through arrays.row_sums and column_sums, and the work is done in place: each quantity
+    has its name where it is computed, and shares the memory of one computed before it (speed: see
+    docs/performance.md).
     """
 
     def forward(self, x, *affine, eps):
@@ -28,16 +29,14 @@ class LayerNormFunction(Function):
         x2 = as_rows(x)  # (N, C)
         w, b = (*affine, None, None)[:2]  # (C,) each, or None
         inv_c = 1 / max(x2.shape[1], 1)  # C = 0: nothing to normalise, y is empty (as in PyTorch)
-        xhat = xp.subtract(x2, row_sums(x2) * inv_c)  # x - mean, (N, C)
-        y = xp.multiply(xhat, xhat)  # the squares, in y's memory until y is computed
-        rstd = row_sums(y)
-        rstd *= inv_c  # var, (N, 1)
-        rstd += eps
-        xp.sqrt(rstd, out=rstd)
-        xp.reciprocal(rstd, out=rstd)  # rstd = 1 / sqrt(var + eps), (N, 1)
-        xhat *= rstd
+        mean = row_sums(x2) * inv_c  # (N, 1)
+        centred = xp.subtract(x2, mean)  # x - mean, (N, C)
+        squares = xp.multiply(centred, centred)  # (x - mean)^2, (N, C): y is computed in its memory below
+        var = row_sums(squares) * inv_c  # mean((x - mean)^2), (N, 1)
+        rstd = 1 / xp.sqrt(var + eps)  # (N, 1)
+        xhat = xp.multiply(centred, rstd, out=centred)  # xhat = (x - mean) * rstd, in centred's memory
         if w is not None:
-            xp.multiply(xhat, w, out=y)  # (N, C) * (C,)
+            y = xp.multiply(xhat, w, out=squares)  # y = xhat * w + b, (N, C) * (C,), in the squares' memory
             if b is not None:
                 y += b
         else:
@@ -51,23 +50,23 @@ class LayerNormFunction(Function):
         dw = db = None
         inv_c = 1 / max(xhat.shape[1], 1)
         # in the forward pass this was: y = xhat * w + b
-        tmp = xp.multiply(d2, xhat)
+        dout_xhat = xp.multiply(d2, xhat)  # dout * xhat, (N, C)
         if w is not None:
-            dw, db = column_sums(tmp), column_sums(d2)  # (C,) each: summed over the rows
-            dx = xp.multiply(d2, w)  # dxhat, (N, C)
-            xp.multiply(dx, xhat, out=tmp)
+            dw, db = column_sums(dout_xhat), column_sums(d2)  # (C,) each: summed over the rows
+            dxhat = xp.multiply(d2, w)  # dxhat = dout * w, (N, C)
+            dxhat_xhat = xp.multiply(dxhat, xhat, out=dout_xhat)  # dxhat * xhat, in dout_xhat's memory
         else:
-            dx = d2.copy()
+            dxhat = d2.copy()  # dxhat = dout, copied: dx is computed in its memory below
+            dxhat_xhat = dout_xhat
         # and before that: xhat = (x - mean) * rstd, where x enters three ways, one term each:
         # directly, through mean (N, 1), and through rstd (N, 1)
-        proj = row_sums(tmp)
-        proj *= inv_c  # mean(dxhat * xhat)
-        centre = row_sums(dx)
-        centre *= inv_c  # mean(dxhat)
-        xp.multiply(xhat, proj, out=tmp)
-        tmp += centre
-        dx -= tmp
-        dx *= self.rstd
+        mean_dxhat_xhat = row_sums(dxhat_xhat) * inv_c  # (N, 1)
+        mean_dxhat = row_sums(dxhat) * inv_c  # (N, 1)
+        # dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), in place:
+        terms = xp.multiply(xhat, mean_dxhat_xhat, out=dxhat_xhat)  # the terms through rstd and mean, summed in
+        terms += mean_dxhat  # dxhat_xhat's memory: mean(dxhat) + xhat * mean(dxhat * xhat)
+        inner = xp.subtract(dxhat, terms, out=dxhat)  # dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)
+        dx = xp.multiply(inner, self.rstd, out=inner)  # both in dxhat's memory
         dx = dx.reshape(dout.shape)
         return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
 

@@ -30,18 +30,20 @@ class ScaledDotProductAttentionFunction(Function):
     product = staticmethod(product)  # a @ b, arranged for BLAS (matmul.py)
 
     def forward(self, q, k, v, *float_mask, hidden, scale, dropout_p):
-        s = self.product(q, k.swapaxes(-1, -2))  # (..., L, S)
-        p = self.weights(s, float_mask, hidden, scale)  # P = softmax(S), S = s * scale + mask, in s's memory
+        qk = self.product(q, k.swapaxes(-1, -2))  # Q K^T, (..., L, S)
+        p = self.weights(qk, float_mask, hidden, scale)  # P = softmax(S), S = Q K^T * scale + mask, in qk's memory
         self.q, self.k, self.v, self.p, self.scale, self.drop = q, k, v, p, scale, None
         if dropout_p:
             self.drop = dropout_scale(p, dropout_p)
             return self.product(p * self.drop, v)
         return self.product(p, v)
 
-    def weights(self, s, float_mask, hidden, scale):
-        """P = softmax(s * scale + mask) along the keys, -inf where hidden; a row that sees no key is all 0."""
-        xp = backend.get_array_module(s)
-        s *= scale  # speed: in place here and below: the weights overwrite the scores, one (..., L, S) array
+    def weights(self, qk, float_mask, hidden, scale):
+        """P = softmax(S) along the keys, S = Q K^T * scale + mask, -inf where hidden; a row that sees no key is
+        all 0. Speed: in place here and below, S is computed in qk's memory (with a float mask, in the sum's), and
+        S - max, its exps and P in S's: one (..., L, S) array."""
+        xp = backend.get_array_module(qk)
+        s = xp.multiply(qk, scale, out=qk)  # S = Q K^T * scale (+ mask, -inf where hidden)
         if float_mask:
             s = s + float_mask[0]
             self.mask_shape = float_mask[0].shape
@@ -54,24 +56,22 @@ class ScaledDotProductAttentionFunction(Function):
         masked = hidden is not None or bool(float_mask)
         if masked:  # a query that may see no key: its row is all -inf; exp(-inf - 0) = 0, not NaN
             xp.copyto(m, 0, where=m == -math.inf)
-        p = s
-        p -= m
-        xp.exp(p, out=p)
-        sums = row_sums(as_rows(p)).reshape(rows)
+        shifted = xp.subtract(s, m, out=s)  # S - max
+        exps = xp.exp(shifted, out=shifted)  # exp(S - max)
+        sums = row_sums(as_rows(exps)).reshape(rows)
         if masked:  # and its weights stay 0 (0 / 1), so its output and its gradients are 0, as in PyTorch
             xp.copyto(sums, 1, where=sums == 0)
-        p /= sums
-        return p
+        return xp.divide(exps, sums, out=exps)  # P = exp(S - max) / sum
 
     def backward(self, dout):
+        xp = backend.get_array_module(dout)
         q, k, v, p, scale, drop = self.q, self.k, self.v, self.p, self.scale, self.drop
         need_q, need_k, need_v, *need_mask = self.needs_input_grad
         # in the forward pass this was: out = softmax(q @ k^T * scale + mask) @ v
         weights = p if drop is None else p * drop  # D, what multiplied V in forward
         dv = unbroadcast(self.product(weights.swapaxes(-1, -2), dout), v.shape) if need_v else None
-        dp = self.product(dout, v.swapaxes(-1, -2))  # dD
-        if drop is not None:
-            dp *= drop  # dP = dD * keep / (1 - p)
+        dd = self.product(dout, v.swapaxes(-1, -2))  # dD = dO V^T (dP itself without dropout)
+        dp = dd if drop is None else xp.multiply(dd, drop, out=dd)  # dP = dD * keep / (1 - p), in dD's memory
         ds = self.softmax_backward(dp, p)  # dS = P * (dP - rowsum(dP * P))
         dq = unbroadcast(self.product(ds, k) * scale, q.shape) if need_q else None
         dk = unbroadcast(self.product(ds.swapaxes(-1, -2), q) * scale, k.shape) if need_k else None
@@ -82,9 +82,9 @@ class ScaledDotProductAttentionFunction(Function):
     @staticmethod
     def softmax_backward(dp, p):
         """dS = P * (dP - rowsum(dP * P)), softmax's backward along each row (dP's memory may be reused)."""
-        ds = dp - row_sums(as_rows(dp * p)).reshape(dp.shape[:-1] + (1,))
-        ds *= p
-        return ds
+        xp = backend.get_array_module(p)
+        centred = dp - row_sums(as_rows(dp * p)).reshape(dp.shape[:-1] + (1,))  # dP - rowsum(dP * P)
+        return xp.multiply(centred, p, out=centred)  # dS = P * (dP - rowsum(dP * P)), in centred's memory
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any = None,

@@ -1,6 +1,8 @@
-"""GPT, as nanoGPT's model.py names its parts: token and position embeddings, a stack of decoder blocks (each
-attention and a feed-forward MLP, pre-LayerNorm, inside residual connections), a final LayerNorm and a head tied
-to the token embedding. DecoderModel holds what the LLaMA-style model (models/llama.py) shares: generate.
+"""GPT: token and position embeddings, a stack of decoder blocks (each attention and a feed-forward MLP,
+pre-LayerNorm, inside residual connections), a final LayerNorm and a head tied to the token embedding.
+DecoderModel holds what the LLaMA-style model (models/llama.py) shares: generate. Some parts keep the names of
+nanoGPT's model.py (wte, wpe, ln_1, ln_2, ln_f, lm_head), others do not (blocks for transformer.h, q_proj, k_proj
+and v_proj for c_attn, fc and proj for c_fc and c_proj): models/pretrained.py maps GPT-2's names onto these.
 """
 
 from __future__ import annotations

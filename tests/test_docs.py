@@ -14,7 +14,9 @@ How those files mark their code blocks (GitHub shows them as ordinary code):
   blank lines are ignored. Numbers with a decimal point match to 1% plus two units of their last digit,
   since float32 training rounds differently with another CPU or thread count; the rest matches exactly.
 Every `folder/file` in backticks must exist, and every "`path.py`, `Name`" pair must name a function or class
-defined in that file.
+defined in that file. Inline code that quotes a line (an assignment, `y = f(x)`, or a statement, `for ...:`) or
+names a method (`self.name`) in a sentence that names one such pair, or in a table whose header names one, must
+be in that definition (spaces aside).
 """
 
 from __future__ import annotations
@@ -265,6 +267,77 @@ def test_files_and_functions_named_exist(path: Path) -> None:
         assert (ROOT / name).exists(), f"{path.name} names `{name}`, which does not exist"
     for file, qualname in NAMED_CODE.findall(text):
         assert _definition(ROOT / file, qualname) is not None, f"{path.name}: {file} defines no {qualname}"
+
+
+# ---- code quoted inline ----
+
+INLINE = re.compile(r"`([^`\n]+)`")
+QUOTED_LINE = re.compile(r"(?:for|if|elif|while|return|with)\s.+|[\w.\[\], ()*]+\s[-+*/@]?=\s.+|self\.\w+.*")
+
+
+def _sentences(lines: list[str]) -> list[tuple[int, str, str | None]]:
+    """(line, sentence, table header) for the prose of a markdown file, outside fenced blocks: each sentence of a
+    paragraph, each row of a table (with the table's header row, which names what its columns quote)."""
+    found: list[tuple[int, str, str | None]] = []
+    paragraph: list[str] = []
+    start, fenced, header = 0, False, None
+
+    def close() -> None:
+        text = " ".join(paragraph)
+        masked = INLINE.sub(lambda m: "`" + "x" * len(m.group(1)) + "`", text)  # no cut inside inline code
+        cuts = [m.end() for m in re.finditer(r"[.!?;]\s+(?=[A-Z(`])", masked)]
+        found.extend((start, text[a:b], None) for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True))
+        paragraph.clear()
+
+    for i, line in enumerate([*lines, ""], start=1):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("|"):
+            header = header or line
+            found.append((i, line, header))
+            continue
+        elif not fenced and line.strip():
+            start = i if not paragraph else start
+            paragraph.append(line)
+            continue
+        header = None
+        if paragraph:
+            close()
+    return found
+
+
+def stale_inline_quotes(lines: list[str]) -> list[str]:
+    """The inline quotes (see the module docstring) that are not in the definition their sentence names."""
+    stale = []
+    for line, sentence, header in _sentences(lines):
+        pairs = set(NAMED_CODE.findall(sentence)) or (set(NAMED_CODE.findall(header)) if header else set())
+        if len(pairs) != 1:
+            continue
+        file, qualname = pairs.pop()
+        node = _definition(ROOT / file, qualname)
+        if node is None:
+            continue  # test_files_and_functions_named_exist says so
+        source = "".join((ROOT / file).read_text(encoding="utf-8").splitlines()[node.lineno - 1:node.end_lineno])
+        for code in INLINE.findall(sentence):
+            if QUOTED_LINE.fullmatch(code) and re.sub(r"\s+", "", code) not in re.sub(r"\s+", "", source):
+                stale.append(f"line {line}: `{code}` is not (any longer) in {qualname} in {file}")
+    return stale
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_inline_quotes_are_in_the_function_named(path: Path) -> None:
+    stale = stale_inline_quotes(path.read_text(encoding="utf-8").splitlines())
+    assert not stale, f"{path.relative_to(ROOT)}: " + "; ".join(stale)
+
+
+def test_inline_quote_rules() -> None:
+    named = "(`minigrad/activations.py`, `SoftmaxFunction.forward`)"
+    assert not stale_inline_quotes([f"The forward keeps `self.y = y` {named}.", "",
+                                    f"Here `y = other(x)`. The next sentence, {named}, quotes nothing."])
+    assert stale_inline_quotes([f"The forward runs `y = other(x)` {named}."])  # a stale line
+    assert stale_inline_quotes([f"It keeps `self.saved` {named}."])  # a stale attribute
+    assert stale_inline_quotes([f"| step | {named} |", "|---|---|", "| one | `y = other(x)` |"])  # a table
+    assert not stale_inline_quotes([f"| step | {named} |", "|---|---|", "| one | `self.y = y` |"])
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)

@@ -1,6 +1,6 @@
 """The fast paths: softmax, layer norm, GELU and cross-entropy compute in place (one Function each, no second
-kernel), so their float32 results must match float64's to float32 rounding and their gradients pass the
-finite-difference check, on rows short and long, masked rows, ignored targets, empty inputs, GELU in blocks.
+kernel on the plain path), so their float32 results must match float64's to float32 rounding and their gradients
+pass the finite-difference check, on rows short and long, masked rows, ignored targets, empty inputs, GELU in blocks.
 Under mg.fused() the models' attention runs as one node, F.scaled_dot_product_attention: the same values and
 gradients as its four steps written out, with and without dropout and grouped key/value heads; the switch is
 scoped and per thread.
