@@ -46,6 +46,7 @@ from minigrad.elementwise import (
 )
 from minigrad.finite_differences import GradcheckError, gradcheck
 from minigrad.matmul import matmul
+from minigrad.picture import draw
 from minigrad.reductions import (
     all,
     amax,
@@ -87,7 +88,7 @@ from minigrad.speed import compiled, fused, is_compiled_enabled, is_fused_enable
 from minigrad.tensor import Function, Tensor, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 
 __all__ = [
-    "Function", "GradcheckError", "Tensor", "autograd", "bool_", "compiled", "cuda_available", "enable_grad",
+    "Function", "GradcheckError", "Tensor", "autograd", "bool_", "compiled", "cuda_available", "draw", "enable_grad",
     "float32", "float64", "functional", "fused", "gradcheck", "int64", "is_compiled_enabled", "is_fused_enabled",
     "is_grad_enabled", "load", "lr_scheduler", "manual_seed", "nn", "no_grad", "optim", "save", "set_grad_enabled",
     # creation (creation.py)

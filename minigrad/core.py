@@ -163,6 +163,7 @@ class Function:
     parents: tuple[Function | Tensor | None, ...] | None = ()  # per input: the node that computed it, the leaf
     needs_input_grad: tuple[bool, ...] = ()  # itself, or None where no gradient is needed; None once freed
     n_outputs: int | None = None  # how many arrays forward returned in a tuple (split); None: one array
+    freed = False  # True once release() dropped what backward needs: a second backward is refused
     op = "function"  # the name in error messages, once per subclass: LinearFunction -> "linear"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -232,16 +233,16 @@ class Function:
                                   "gradient per input (docs/backward.md, 'Writing your own Function')")
 
     def release(self) -> None:
-        """Drop the arrays kept for backward once it has used them, and with them the inputs: a second backward()
-        is refused. A node that kept no array (add, reshape: shapes only) stays whole and may run again, as in
-        PyTorch."""
+        """Drop the arrays kept for backward once it has used them: a second backward() is refused. The edges stay
+        (a picture can still walk the graph, as PyTorch's grad_fn.next_functions stays). A node that kept no array
+        (add, reshape: shapes only) stays whole and may run again, as in PyTorch."""
         arrays = backend.ARRAY_TYPES
         kept = [key for key, value in vars(self).items()  # an array, or a tuple or list holding one
                 if type(value) in arrays or type(value) in (tuple, list) and not arrays.isdisjoint(map(type, value))]
         for key in kept:
             del self.__dict__[key]
         if kept:
-            self.parents = None
+            self.freed = True
 
 
 class Output(Function):
@@ -268,7 +269,7 @@ def graph_order(*starts: Function | Tensor) -> list[Function | Tensor]:
         elif id(edge) not in visited:
             visited.add(id(edge))
             stack.append((edge, True))
-            if isinstance(edge, Function) and edge.parents is not None:  # a freed node: refused if the sweep gets there
+            if isinstance(edge, Function):
                 stack += [(p, False) for p in edge.parents if p is not None and id(p) not in visited]
     return order
 
@@ -326,7 +327,7 @@ class Sweep:
         """dout, d(loss)/d(the tensor edge stands for), is complete: hand it on (an extension point)."""
         if isinstance(edge, Tensor):  # a leaf
             return self.accumulate_grad(edge, dout)
-        if edge.parents is None:  # freed by an earlier backward()
+        if edge.freed:  # by an earlier backward(), after a node met before it (a version check) has said its word
             raise RuntimeError(FREED)
         if isinstance(edge, Output):  # one of several outputs: the node's backward gets them all at once
             node = edge.parents[0]

@@ -157,9 +157,9 @@ def test_backward_frees_saved_arrays(rand) -> None:
     assert vars(h.grad_fn)  # matmul saved its inputs for backward
     y.backward()
     for fn in nodes:
-        assert fn.parents is None
+        assert fn.freed and fn.parents  # freed, its edges kept (as PyTorch's next_functions), for a picture
         assert not [k for k, v in vars(fn).items() if isinstance(v, np.ndarray)]  # no saved array is left behind
-    assert y.grad_fn.parents is not None  # sum saved only a shape: whole, so that a second backward() may pass
+    assert not y.grad_fn.freed  # sum saved only a shape: whole, so that a second backward() may pass
 
 
 def test_a_graph_that_saved_no_array_can_be_gone_through_twice(rand) -> None:

@@ -41,6 +41,7 @@ NUMPY_NAMES = {"dtype", "float16", "float32", "float64", "int32", "int64", "inte
 # Named exceptions, (file, enclosing function, numpy attribute) -> why it creates no device array.
 EXCEPTIONS = {
     ("tensor.py", "__repr__", "array2string"): "formats the NumPy copy that .numpy() returned",
+    ("picture.py", "_values", "array2string"): "formats the NumPy copy that backend.to_numpy returned, for a label",
     ("dtypes.py", "own_dtype", "asarray"): "asks which dtype NumPy gives Python data (a list, a float); "
                                             "the array is dropped and _as_array builds the real one with the "
                                             "device's array module",

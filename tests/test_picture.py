@@ -1,0 +1,93 @@
+"""mg.draw: the graph that computed a tensor as DOT text, checked node by node and edge by edge; after backward()
+too (the graph's edges survive, its saved arrays do not, and a second backward is still refused)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import nn
+
+
+def nodes_and_edges(source: str) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
+    """{node id: its label}, [(from, to, edge label)] of a DOT text that mg.draw wrote."""
+    nodes = dict(re.findall(r'^\s+(\w+) \[.*?label="(.*?)"\]$', source, re.M))
+    edges = [(a, b, label) for a, b, label in re.findall(r'^\s+(\w+) -> (\w+)(?: \[label="(.*?)"\])?$', source, re.M)]
+    return nodes, edges
+
+
+def test_a_tensor_used_twice_fans_out_and_the_picture_outlives_backward():
+    x = mg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * x  # x used twice
+    z = y.sum()
+    nodes, edges = nodes_and_edges(mg.draw(z).source)
+    x_id, mul_id, sum_id = f"t{id(x)}", f"n{id(y.grad_fn)}", f"n{id(z.grad_fn)}"
+    assert nodes[x_id].startswith("leaf\\n(3,) float32") and "grad: none yet" in nodes[x_id]
+    assert nodes[mul_id] == "Mul" and nodes[sum_id] == "Sum"
+    assert sorted(label for a, b, label in edges if (a, b) == (x_id, mul_id)) == ["0", "1"]  # two edges out of x
+    assert (mul_id, f"t{id(y.grad_fn)}", "") in edges and (f"t{id(y.grad_fn)}", sum_id, "") in edges
+    assert "grad: not kept (retain_grad() keeps it)" in nodes[f"t{id(y.grad_fn)}"]
+    z.backward()
+    nodes, _ = nodes_and_edges(mg.draw(z).source)
+    assert "grad norm 7.483" in nodes[x_id] and "grad [2., 4., 6.]" in nodes[x_id]  # 2x, the sum of its two uses
+    assert nodes[mul_id] == "Mul\\n(saved arrays freed by backward)"
+    with pytest.raises(RuntimeError, match="already used by a backward"):
+        z.backward()
+
+
+def test_a_retained_intermediate_shows_its_gradient():
+    x = mg.tensor([1.0, -1.0], requires_grad=True)
+    h = x.exp()
+    h.retain_grad()
+    (h * 3).sum().backward()
+    nodes, _ = nodes_and_edges(mg.draw(h).source)
+    assert "grad norm 4.243" in nodes[f"t{id(h.grad_fn)}"]  # 3 for both elements: sqrt(18)
+
+
+def test_parameters_are_named_and_several_outputs_are_numbered():
+    mg.manual_seed(0)
+    layer = nn.Linear(3, 2)
+    out = layer(mg.ones(4, 3))
+    a, b = out.split(1, dim=1)
+    nodes, edges = nodes_and_edges(mg.draw(a + b, params=dict(layer.named_parameters())).source)
+    assert nodes[f"t{id(layer.weight)}"].startswith("weight\\n(2, 3) float32")
+    assert nodes[f"t{id(layer.bias)}"].startswith("bias\\n(2,) float32")
+    split = f"n{id(a.grad_fn.parents[0])}"
+    assert {(split, f"t{id(a.grad_fn)}", "0"), (split, f"t{id(b.grad_fn)}", "1")} <= set(edges)
+
+
+def test_a_large_graph_is_cut_with_a_note():
+    x = mg.tensor([1.0], requires_grad=True)
+    y = x
+    for _ in range(50):
+        y = y * 1.5
+    source = mg.draw(y, max_nodes=10).source
+    nodes, _ = nodes_and_edges(source)
+    assert len([n for n in nodes if n.startswith("n")]) == 10
+    assert "more nodes not drawn (max_nodes=10)" in nodes["cut"]
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(TypeError, match="draw: expected a tensor, got ndarray"):
+        mg.draw(np.ones(2))
+    with pytest.raises(ValueError, match="max_nodes must be a positive int"):
+        mg.draw(mg.ones(2), max_nodes=0)
+
+
+def test_rendering_needs_graphviz_and_says_so_or_writes_the_svg(tmp_path):
+    x = mg.tensor([1.0, 2.0], requires_grad=True)
+    graph = mg.draw((x * x).sum())
+    try:
+        import graphviz  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pip install -e '.\\[draw\\]'"):
+            graph.render(str(tmp_path / "g"))
+        pytest.skip("graphviz is not installed (pip install -e '.[draw]'): the refusal was checked instead")
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz's dot program is not installed (apt-get install graphviz)")
+    path = graph.render(str(tmp_path / "g"))
+    assert path.endswith("g.svg") and "<svg" in open(path).read()
