@@ -31,6 +31,40 @@ def cuda_available() -> bool:
         return False
 
 
+class device(str):
+    """A device as torch.device: mg.device("cpu"), mg.device("cuda"), mg.device("cuda:0") or mg.device("cuda", 0).
+    It is the string of its type ("cpu", "cuda"), so it goes wherever a device string does; `.type` and `.index` as
+    PyTorch's. Only device 0 is used here: another index is refused."""
+
+    index: int | None
+
+    def __new__(cls, type: str, index: int | None = None) -> device:  # `type`: PyTorch's argument name
+        if isinstance(type, device):
+            return type
+        name, _, number = str(type).partition(":")
+        if number:
+            if index is not None or not number.isdigit():
+                raise ValueError(f"device: expected 'cpu', 'cuda' or 'cuda:N', got {type!r} with index {index!r}")
+            index = int(number)
+        if name not in DEVICES:
+            raise ValueError(f"device: unknown device type {name!r}: expected one of {DEVICES}")
+        if index not in (None, 0) or (name == "cpu" and index is not None):
+            raise ValueError(f"device: index {index} of {name!r} is not available here (one GPU, index 0, at most)")
+        self = super().__new__(cls, name)
+        self.index = index
+        return self
+
+    @property
+    def type(self) -> str:
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"device(type={self.type!r}" + ("" if self.index is None else f", index={self.index}") + ")"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+
 def check_device(device: str) -> str:
     """Return `device` if this machine can use it, else raise a clear error saying why not."""
     if device not in DEVICES:
@@ -202,6 +236,11 @@ _generators: dict[str, Any] = {}
 
 
 _seed: list[int | None] = [None]  # manual_seed's, for the generators made after it
+
+
+def manual_seed_device(device: str, seed: int) -> None:
+    """Seed the generator of one device only (mg.cuda.manual_seed_all: the GPU's, the CPU's untouched)."""
+    _generators[device] = module_for(device).random.default_rng(seed)
 
 
 def manual_seed(seed: int) -> None:
