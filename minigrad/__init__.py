@@ -4,7 +4,7 @@ Start at tensor.py (Tensor, Function, backward), then the op modules it ties to;
 
 from minigrad import autograd, backends, cuda, functional, lr_scheduler, nn, optim
 from minigrad.activations import log_softmax, softmax
-from minigrad.backend import cuda_available, device, manual_seed
+from minigrad.backend import Generator, cuda_available, device, manual_seed
 from minigrad.creation import (
     arange,
     as_tensor,
@@ -12,9 +12,12 @@ from minigrad.creation import (
     from_numpy,
     full,
     full_like,
+    linspace,
     ones,
     ones_like,
+    randint,
     randn,
+    randperm,
     tensor,
     zeros,
     zeros_like,
@@ -63,9 +66,11 @@ from minigrad.reductions import (
     max,
     mean,
     min,
+    multinomial,
     prod,
     std,
     sum,
+    topk,
     var,
 )
 from minigrad.serialization import load, save
@@ -78,6 +83,7 @@ from minigrad.shapes import (
     gather,
     permute,
     reshape,
+    roll,
     split,
     squeeze,
     stack,
@@ -99,6 +105,8 @@ __all__ = [
     # PyTorch's namespace around the engine: dtype names, devices, torch.cuda, torch.backends, inference_mode
     "bfloat16", "double", "float", "float16", "half", "int", "int32", "long", "device", "cuda", "backends",
     "inference_mode",
+    # random and indexing functions (creation.py, reductions.py, shapes.py; Generator in backend.py)
+    "Generator", "linspace", "multinomial", "randint", "randperm", "roll", "topk",
     # creation (creation.py)
     "arange", "as_tensor", "eye", "from_numpy", "full", "full_like", "ones", "ones_like", "randn", "tensor", "zeros",
     "zeros_like",

@@ -250,7 +250,32 @@ def manual_seed(seed: int) -> None:
     _seed[0] = seed
 
 
-def generator(device: str):
+def generator(device: str, chosen: Generator | None = None):
+    """The random number source of `device`: `chosen`'s where one is passed (a `generator=` argument, which must live
+    on that device), else the device's own, seeded by manual_seed."""
+    if chosen is not None:
+        if chosen.device != device:
+            raise RuntimeError(f"a generator on {chosen.device!r} cannot make numbers on {device!r}: "
+                               f"make it with mg.Generator(device={device!r})")
+        return chosen.rng
     if device not in _generators:
         _generators[device] = module_for(device).random.default_rng(_seed[0])
     return _generators[device]
+
+
+class Generator:
+    """A random number generator of its own, as torch.Generator: pass it as `generator=` to randn, randint, randperm,
+    multinomial or a DataLoader, and its stream is apart from the global one (mg.manual_seed)."""
+
+    def __init__(self, device: str = "cpu") -> None:
+        self.device = check_device(str.__str__(device))  # "cpu", "cuda", or an mg.device
+        self.manual_seed(int(np.random.SeedSequence().entropy % 2**63))  # unseeded: fresh, as PyTorch's
+
+    def manual_seed(self, seed: int) -> Generator:
+        """Restart the stream from `seed`; the generator itself, as PyTorch's (`mg.Generator().manual_seed(42)`)."""
+        self.seed_value = int(seed)
+        self.rng = module_for(self.device).random.default_rng(self.seed_value)
+        return self
+
+    def initial_seed(self) -> int:
+        return self.seed_value

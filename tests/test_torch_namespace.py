@@ -117,3 +117,139 @@ def test_an_int_beyond_int64_in_a_list_overflows_as_in_torch(data):
         torch.tensor(data)
     with pytest.raises(ValueError, match="overflow: the integer"):
         mg.tensor(data)
+
+
+# ---- random and indexing functions ----
+
+def test_randint_forms_shapes_dtypes_range_and_errors():
+    for args, kwargs in (((10, (3, 4)), {}), ((5, 8, (200,)), {}), ((), {"low": 2, "high": 4, "size": (6,)}),
+                         ((3,), {"size": (2,)}), ((10, (5,)), {"dtype": torch.float32})):
+        theirs = torch.randint(*args, **kwargs)
+        mine = mg.randint(*args, **{k: (mg.float32 if k == "dtype" else v) for k, v in kwargs.items()})
+        assert mine.shape == tuple(theirs.shape) and str(mine.dtype) == str(theirs.dtype).removeprefix("torch.")
+        low, high = (0, args[0]) if len(args) < 3 and "low" not in kwargs else \
+            (kwargs["low"], kwargs["high"]) if "low" in kwargs else args[:2]
+        assert low <= mine.numpy().min() and mine.numpy().max() < high
+    assert set(mg.randint(5, 8, (200,)).tolist()) == {5, 6, 7}
+    with pytest.raises(RuntimeError):
+        torch.randint(5, 5, (2,))
+    with pytest.raises(RuntimeError, match="low=5 >= high=5"):
+        mg.randint(5, 5, (2,))
+
+
+def test_generator_gives_a_stream_of_its_own():
+    a, b = mg.Generator().manual_seed(7), mg.Generator().manual_seed(7)
+    assert mg.Generator().manual_seed(3).initial_seed() == torch.Generator().manual_seed(3).initial_seed() == 3
+    mg.manual_seed(0)
+    first = mg.randn(4).numpy()
+    for make in (lambda g: mg.randn(2, 3, generator=g), lambda g: mg.randint(0, 100, (5,), generator=g),
+                 lambda g: mg.randperm(6, generator=g), lambda g: mg.multinomial(mg.ones(4), 3, generator=g)):
+        np.testing.assert_array_equal(make(a).numpy(), make(b).numpy())
+    mg.manual_seed(0)
+    np.testing.assert_array_equal(mg.randn(4).numpy(), first)  # the global stream was not touched
+
+
+def test_randperm_and_linspace_as_torch():
+    perm = mg.randperm(10)
+    assert perm.dtype == mg.int64 and sorted(perm.tolist()) == list(range(10)) and mg.randperm(0).shape == (0,)
+    with pytest.raises(RuntimeError):
+        mg.randperm(-1)
+    for args in ((0.0, 1.0, 5), (-3, 7, 11), (2.0, 2.0, 1), (0, 1, 0), (1.0, -1.0, 4)):
+        theirs, mine = torch.linspace(*args), mg.linspace(*args)
+        assert mine.dtype == mg.float32 and mine.shape == tuple(theirs.shape)
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(mg.linspace(0, 10, 4, dtype=mg.long).numpy(),
+                                  torch.linspace(0, 10, 4, dtype=torch.long).numpy())
+    with pytest.raises(RuntimeError):
+        torch.linspace(0, 1, -1)
+    with pytest.raises(RuntimeError, match="non-negative"):
+        mg.linspace(0, 1, -1)
+
+
+def test_multinomial_shapes_frequencies_and_errors_as_torch():
+    probs = np.array([[0.1, 0.0, 0.6, 0.3], [0.25, 0.25, 0.25, 0.25]], dtype=np.float32)
+    mg.manual_seed(1)
+    for replacement, n in ((True, 4000), (False, 3)):
+        theirs = torch.multinomial(torch.tensor(probs), n, replacement=replacement)
+        mine = mg.multinomial(mg.tensor(probs), n, replacement=replacement)
+        assert mine.shape == tuple(theirs.shape) and mine.dtype == mg.int64
+        assert 1 not in mine.numpy()[0]  # a zero weight is never drawn
+    freq = np.bincount(mg.multinomial(mg.tensor(probs[0] * 5), 20000, replacement=True).numpy(), minlength=4) / 20000
+    np.testing.assert_allclose(freq, probs[0], atol=0.02)  # unnormalised weights are fine
+    no_repeat = mg.multinomial(mg.tensor(probs), 3).numpy()
+    assert all(len(set(row)) == 3 for row in no_repeat)
+    assert mg.multinomial(mg.tensor([0.0, 1.0]), 1).shape == (1,)
+    exhausted = [[0.0, 0.0, 1.0], [0.0, 2.0, 0.0]]  # more draws than non-zero weights: the zero ones follow, in order
+    np.testing.assert_array_equal(mg.multinomial(mg.tensor(exhausted), 3).numpy(),
+                                  torch.multinomial(torch.tensor(exhausted), 3).numpy())
+    for bad, n, match in ((probs[0], 5, "without replacement"), ([1.0, -1.0], 1, "below 0"),
+                          ([0.0, 0.0], 1, "sums to 0"), ([1, 2], 1, "float")):
+        with pytest.raises(RuntimeError):
+            torch.multinomial(torch.tensor(bad), n)
+        with pytest.raises(RuntimeError, match=match):
+            mg.multinomial(mg.tensor(bad), n)
+
+
+@pytest.mark.parametrize("k, dim, largest", [(2, -1, True), (3, 0, False), (1, 1, True), (0, -1, True)])
+def test_topk_values_indices_and_gradient_as_torch(k, dim, largest):
+    data = np.random.default_rng(0).permutation(24).reshape(4, 6).astype(np.float64)  # no ties: one right answer
+    data[1, 2] = np.nan
+    mine_x, theirs_x = mg.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    mine, theirs = mg.topk(mine_x, k, dim=dim, largest=largest), torch.topk(theirs_x, k, dim=dim, largest=largest)
+    np.testing.assert_array_equal(mine.indices.numpy(), theirs.indices.numpy())
+    np.testing.assert_array_equal(mine.values.numpy(), theirs.values.detach().numpy())
+    weights = np.arange(mine.values.numel(), dtype=np.float64).reshape(mine.values.shape)
+    (mg.where(mine.values == mine.values, mine.values, 0.0) * mg.tensor(weights)).sum().backward()
+    (torch.where(theirs.values == theirs.values, theirs.values, 0.0) * torch.tensor(weights)).sum().backward()
+    np.testing.assert_array_equal(mine_x.grad.numpy(), theirs_x.grad.numpy())
+    values, indices = mine_x.topk(k, dim, largest)  # the method, unpacked
+    assert values.shape == indices.shape == tuple(theirs.values.shape)
+
+
+def test_topk_refuses_k_beyond_the_dim_as_torch():
+    with pytest.raises(RuntimeError):
+        torch.topk(torch.zeros(3), 4)
+    with pytest.raises(RuntimeError, match="k=4 is out of range"):
+        mg.topk(mg.zeros(3), 4)
+    assert mg.topk(mg.tensor(2.0), 1).values.shape == tuple(torch.topk(torch.tensor(2.0), 1).values.shape)
+
+
+@pytest.mark.parametrize("shifts, dims", [(1, None), (-7, None), (2, 0), ((1, -2), (0, 2)), (5, -1), (0, 1)])
+def test_roll_values_and_gradient_as_torch(shifts, dims):
+    data = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
+    mine_x, theirs_x = mg.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    mine, theirs = mg.roll(mine_x, shifts, dims), torch.roll(theirs_x, shifts, dims)
+    np.testing.assert_array_equal(mine.numpy(), theirs.detach().numpy())
+    weights = np.random.default_rng(1).standard_normal(data.shape)
+    (mine * mg.tensor(weights)).sum().backward()
+    (theirs * torch.tensor(weights)).sum().backward()
+    np.testing.assert_array_equal(mine_x.grad.numpy(), theirs_x.grad.numpy())
+    assert mine is not mine_x and mine_x.roll(shifts, dims).shape == data.shape
+    with pytest.raises(RuntimeError, match="one length"):
+        mg.roll(mine_x, (1, 2), (0,))
+
+
+def test_max_keepdim_without_a_dim_is_refused_as_in_torch():
+    for op in ("max", "min"):
+        with pytest.raises(TypeError):
+            getattr(torch.zeros(2, 3), op)(keepdim=True)
+        with pytest.raises(TypeError, match="keepdim=True needs a dim"):
+            getattr(mg.zeros(2, 3), op)(keepdim=True)
+    assert mg.zeros(2, 3).amax(keepdim=True).shape == tuple(torch.zeros(2, 3).amax((0, 1), keepdim=True).shape)
+
+
+@pytest.mark.cuda
+def test_random_and_indexing_functions_on_the_gpu():
+    g = mg.Generator("cuda").manual_seed(0)
+    draws = [mg.randint(0, 5, (4,), device="cuda", generator=g), mg.randperm(6, device="cuda"),
+             mg.multinomial(mg.ones(2, 4, device="cuda"), 3, generator=g),
+             mg.multinomial(mg.ones(4, device="cuda"), 6, replacement=True), mg.linspace(0, 1, 3, device="cuda"),
+             mg.randn(2, device="cuda", generator=g)]
+    assert [d.device for d in draws] == ["cuda"] * len(draws)
+    assert sorted(draws[1].tolist()) == list(range(6)) and draws[2].shape == (2, 3)
+    x = mg.tensor([[3.0, 1.0, 2.0]], device="cuda", requires_grad=True)
+    values, indices = x.topk(2)
+    (values.sum() + x.roll(1, 1)[0, 0]).backward()
+    assert values.tolist() == [[3.0, 2.0]] and indices.tolist() == [[0, 2]] and x.grad.tolist() == [[1.0, 0.0, 2.0]]
+    with pytest.raises(RuntimeError, match="generator on 'cpu'"):
+        mg.randn(2, device="cuda", generator=mg.Generator())
