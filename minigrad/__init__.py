@@ -2,7 +2,7 @@
 Start at tensor.py (Tensor, Function, backward), then the op modules it ties to; docs/layout.md maps every module.
 """
 
-from minigrad import autograd, backends, cuda, functional, lr_scheduler, nn, optim
+from minigrad import autograd, backends, cuda, functional, lr_scheduler, nn, optim, utils
 from minigrad.activations import log_softmax, softmax
 from minigrad.backend import Generator, cuda_available, device, manual_seed
 from minigrad.creation import (
@@ -104,7 +104,7 @@ __all__ = [
     "is_grad_enabled", "load", "lr_scheduler", "manual_seed", "nn", "no_grad", "optim", "save", "set_grad_enabled",
     # PyTorch's namespace around the engine: dtype names, devices, torch.cuda, torch.backends, inference_mode
     "bfloat16", "double", "float", "float16", "half", "int", "int32", "long", "device", "cuda", "backends",
-    "inference_mode",
+    "inference_mode", "utils",
     # random and indexing functions (creation.py, reductions.py, shapes.py; Generator in backend.py)
     "Generator", "linspace", "multinomial", "randint", "randperm", "roll", "topk",
     # creation (creation.py)
