@@ -4,7 +4,10 @@ inference_mode, the random and indexing functions, each compared with torch wher
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -75,8 +78,11 @@ def test_grad_scaler_passes_through_as_pytorchs_does_without_cuda():
 
 
 def test_backends_flags_are_settable_and_named():
-    assert mg.backends.cuda.matmul.allow_tf32 == torch.backends.cuda.matmul.allow_tf32
-    assert mg.backends.cudnn.allow_tf32 == torch.backends.cudnn.allow_tf32
+    """PyTorch's defaults, False and True, read in a fresh process: in this one the docs' examples set them."""
+    fresh = subprocess.run([sys.executable, "-c", "import minigrad as mg; print(mg.backends.cuda.matmul.allow_tf32, "
+                            "mg.backends.cudnn.allow_tf32)"], capture_output=True, text=True, check=True,
+                           cwd=Path(__file__).resolve().parents[1])
+    assert fresh.stdout.split() == ["False", "True"]
     before = mg.backends.cuda.matmul.allow_tf32, mg.backends.cudnn.allow_tf32
     try:
         mg.backends.cuda.matmul.allow_tf32 = True
