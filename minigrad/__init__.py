@@ -2,9 +2,9 @@
 Start at core.py (Tensor, Function, backward), then the op modules; docs/layout.md maps every module.
 """
 
-from minigrad import autograd, functional, lr_scheduler, nn, optim
+from minigrad import autograd, backends, cuda, functional, lr_scheduler, nn, optim, utils
 from minigrad.activations import log_softmax, softmax
-from minigrad.backend import cuda_available, manual_seed
+from minigrad.backend import Generator, cuda_available, device, manual_seed
 from minigrad.creation import (
     arange,
     as_tensor,
@@ -12,14 +12,22 @@ from minigrad.creation import (
     from_numpy,
     full,
     full_like,
+    linspace,
     ones,
     ones_like,
+    randint,
     randn,
+    randperm,
     tensor,
     zeros,
     zeros_like,
 )
-from minigrad.dtypes import bool_, float32, float64, int64
+from minigrad.dtypes import bfloat16, bool_, float16, float32, float64, int32, int64
+from minigrad.dtypes import float16 as half
+from minigrad.dtypes import float32 as float  # PyTorch's dtype names, as torch.float
+from minigrad.dtypes import float64 as double
+from minigrad.dtypes import int32 as int
+from minigrad.dtypes import int64 as long
 from minigrad.elementwise import (
     abs,
     add,
@@ -59,9 +67,11 @@ from minigrad.reductions import (
     max,
     mean,
     min,
+    multinomial,
     prod,
     std,
     sum,
+    topk,
     var,
 )
 from minigrad.serialization import load, save
@@ -74,6 +84,7 @@ from minigrad.shapes import (
     gather,
     permute,
     reshape,
+    roll,
     split,
     squeeze,
     stack,
@@ -85,12 +96,18 @@ from minigrad.shapes import (
     unsqueeze,
 )
 from minigrad.speed import compiled, fused, is_compiled_enabled, is_fused_enabled
+from minigrad.switches import inference_mode
 from minigrad.tensor import Function, Tensor, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 
 __all__ = [
     "Function", "GradcheckError", "Tensor", "autograd", "bool_", "compiled", "cuda_available", "draw", "enable_grad",
     "float32", "float64", "functional", "fused", "gradcheck", "int64", "is_compiled_enabled", "is_fused_enabled",
     "is_grad_enabled", "load", "lr_scheduler", "manual_seed", "nn", "no_grad", "optim", "save", "set_grad_enabled",
+    # PyTorch's namespace around the engine: dtype names, devices, torch.cuda, torch.backends, inference_mode
+    "bfloat16", "double", "float", "float16", "half", "int", "int32", "long", "device", "cuda", "backends",
+    "inference_mode", "utils",
+    # random and indexing functions (creation.py, reductions.py, shapes.py; Generator in backend.py)
+    "Generator", "linspace", "multinomial", "randint", "randperm", "roll", "topk",
     # creation (creation.py)
     "arange", "as_tensor", "eye", "from_numpy", "full", "full_like", "ones", "ones_like", "randn", "tensor", "zeros",
     "zeros_like",

@@ -31,6 +31,40 @@ def cuda_available() -> bool:
         return False
 
 
+class device(str):
+    """A device as torch.device: mg.device("cpu"), mg.device("cuda"), mg.device("cuda:0") or mg.device("cuda", 0).
+    It is the string of its type ("cpu", "cuda"), so it goes wherever a device string does; `.type` and `.index` as
+    PyTorch's. Only device 0 is used here: another index is refused."""
+
+    index: int | None
+
+    def __new__(cls, type: str, index: int | None = None) -> device:  # `type`: PyTorch's argument name
+        if isinstance(type, device):
+            return type
+        name, _, number = str(type).partition(":")
+        if number:
+            if index is not None or not number.isdigit():
+                raise ValueError(f"device: expected 'cpu', 'cuda' or 'cuda:N', got {type!r} with index {index!r}")
+            index = int(number)
+        if name not in DEVICES:
+            raise ValueError(f"device: unknown device type {name!r}: expected one of {DEVICES}")
+        if index not in (None, 0) or (name == "cpu" and index is not None):
+            raise ValueError(f"device: index {index} of {name!r} is not available here (one GPU, index 0, at most)")
+        self = super().__new__(cls, name)
+        self.index = index
+        return self
+
+    @property
+    def type(self) -> str:
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"device(type={self.type!r}" + ("" if self.index is None else f", index={self.index}") + ")"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+
 def check_device(device: str) -> str:
     """Return `device` if this machine can use it, else raise a clear error saying why not."""
     if device not in DEVICES:
@@ -204,6 +238,11 @@ _generators: dict[str, Any] = {}
 _seed: list[int | None] = [None]  # manual_seed's, for the generators made after it
 
 
+def manual_seed_device(device: str, seed: int) -> None:
+    """Seed the generator of one device only (mg.cuda.manual_seed_all: the GPU's, the CPU's untouched)."""
+    _generators[device] = module_for(device).random.default_rng(seed)
+
+
 def manual_seed(seed: int) -> None:
     """Seed the generators behind randn, dropout and parameter initialisation on every device. A device's generator
     is made when first used, so a CPU run makes none on the GPU (a CuPy generator would start a CUDA context)."""
@@ -211,7 +250,32 @@ def manual_seed(seed: int) -> None:
     _seed[0] = seed
 
 
-def generator(device: str):
+def generator(device: str, chosen: Generator | None = None):
+    """The random number source of `device`: `chosen`'s where one is passed (a `generator=` argument, which must live
+    on that device), else the device's own, seeded by manual_seed."""
+    if chosen is not None:
+        if chosen.device != device:
+            raise RuntimeError(f"a generator on {chosen.device!r} cannot make numbers on {device!r}: "
+                               f"make it with mg.Generator(device={device!r})")
+        return chosen.rng
     if device not in _generators:
         _generators[device] = module_for(device).random.default_rng(_seed[0])
     return _generators[device]
+
+
+class Generator:
+    """A random number generator of its own, as torch.Generator: pass it as `generator=` to randn, randint, randperm,
+    multinomial or a DataLoader, and its stream is apart from the global one (mg.manual_seed)."""
+
+    def __init__(self, device: str = "cpu") -> None:
+        self.device = check_device(str.__str__(device))  # "cpu", "cuda", or an mg.device
+        self.manual_seed(int(np.random.SeedSequence().entropy % 2**63))  # unseeded: fresh, as PyTorch's
+
+    def manual_seed(self, seed: int) -> Generator:
+        """Restart the stream from `seed`; the generator itself, as PyTorch's (`mg.Generator().manual_seed(42)`)."""
+        self.seed_value = int(seed)
+        self.rng = module_for(self.device).random.default_rng(self.seed_value)
+        return self
+
+    def initial_seed(self) -> int:
+        return self.seed_value

@@ -1,6 +1,7 @@
 """Creating tensors, as PyTorch's functions of the same names: tensor (a copy), as_tensor and from_numpy (which share
-an array's memory), zeros, ones, full, eye, the *_like forms, arange and randn. Each makes a new leaf, on "cpu"
-unless `device` says otherwise.
+an array's memory), zeros, ones, full, eye, the *_like forms, arange, linspace, and the random ones: randn, randint
+and randperm (each from the device's seeded generator, or the `generator=` passed; multinomial, which draws from a
+tensor's rows, is in reductions.py). Each makes a new leaf, on "cpu" unless `device` says otherwise.
 """
 
 from __future__ import annotations
@@ -85,13 +86,54 @@ def eye(n: int, m: int | None = None, *, dtype: DType = float32, device: str = "
     return Tensor.wrap(data).requires_grad_(requires_grad)
 
 
-def randn(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
-    """Standard normal samples from the device's seeded generator (see mg.manual_seed)."""
+def randn(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False,
+          generator: backend.Generator | None = None) -> Tensor:
+    """Standard normal samples from the device's seeded generator (see mg.manual_seed), or from `generator`."""
     dtype = number_dtype("randn", dtype)
     if dtype.kind != "f":
         raise TypeError(f"randn: dtype must be floating point, got {dtype}")
-    data = backend.generator(device).standard_normal(int_tuple("randn", shape), dtype=dtype)
+    data = backend.generator(device, generator).standard_normal(int_tuple("randn", shape), dtype=dtype)
     return Tensor.wrap(data).requires_grad_(requires_grad)
+
+
+def randint(*args: Any, size: Sequence[int] | None = None, low: int | None = None, high: int | None = None,
+            generator: backend.Generator | None = None, dtype: DType = int64, device: str = "cpu",
+            requires_grad: bool = False) -> Tensor:
+    """Integers drawn uniformly from [low, high), as torch.randint: randint(high, size) or randint(low, high, size)
+    (each also by keyword); int64 unless `dtype` says."""
+    bounds = list(args)
+    if size is None:
+        if not bounds:
+            raise TypeError("randint: missing the size, e.g. randint(10, (3,)) or randint(0, 10, size=(3,))")
+        size = bounds.pop()
+    bounds = ([] if low is None else [low]) + bounds + ([] if high is None else [high])
+    if len(bounds) not in (1, 2):
+        raise TypeError(f"randint: expected (high, size) or (low, high, size), got bounds {bounds} and size {size}")
+    low, high = (0, *bounds) if len(bounds) == 1 else bounds
+    if not low < high:
+        raise RuntimeError(f"randint: low must be below high, got low={low} >= high={high}")
+    data = backend.generator(device, generator).integers(low, high, int_tuple("randint", tuple(size)), dtype=int64)
+    return Tensor.wrap(data.astype(number_dtype("randint", dtype), copy=False)).requires_grad_(requires_grad)
+
+
+def randperm(n: int, *, generator: backend.Generator | None = None, dtype: DType = int64, device: str = "cpu",
+             requires_grad: bool = False) -> Tensor:
+    """A random permutation of 0 .. n-1, as torch.randperm (the order of n uniform samples)."""
+    if n < 0:
+        raise RuntimeError(f"randperm: n must be non-negative, got {n}")
+    order = backend.generator(device, generator).random(n).argsort()
+    return Tensor.wrap(order.astype(number_dtype("randperm", dtype))).requires_grad_(requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, *, dtype: DType | None = None, device: str = "cpu",
+             requires_grad: bool = False) -> Tensor:
+    """`steps` values evenly spaced from start to end, both included, as torch.linspace: float32 unless `dtype` says
+    (computed in float64, then converted)."""
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    data = backend.module_for(device).linspace(start, end, steps, dtype="float64")
+    dtype = float32 if dtype is None else number_dtype("linspace", dtype)
+    return Tensor.wrap(data.astype(dtype)).requires_grad_(requires_grad)
 
 
 def arange(start: float, stop: float | None = None, step: float = 1, dtype: DType | None = None,

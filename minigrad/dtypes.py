@@ -16,12 +16,31 @@ float32 = np.dtype("float32")
 float64 = np.dtype("float64")
 int64 = np.dtype("int64")
 bool_ = np.dtype("bool")
+int32 = np.dtype("int32")
+float16 = np.dtype("float16")  # torch.half: NumPy's IEEE half precision
+
+
+class UnsupportedDType:
+    """A dtype name PyTorch has and NumPy lacks (bfloat16): it exists, so that a program may name it, and making a
+    tensor with it refuses in one line naming the alternative."""
+
+    def __init__(self, name: str, alternative: str) -> None:
+        self.name, self.alternative = name, alternative
+
+    def __repr__(self) -> str:
+        return f"minigrad.{self.name}"
+
+
+bfloat16 = UnsupportedDType("bfloat16", "mg.float16 (IEEE half precision) or mg.float32")
 
 DEFAULT_FLOAT = float32  # what Python floats become, and what exp of an integer tensor gives
 
 
 def number_dtype(op: str, dtype: DType) -> np.dtype:
     """`dtype` as a NumPy dtype if it is a number type (bool, integer, float); a TypeError naming `op` if not."""
+    if isinstance(dtype, UnsupportedDType):
+        raise TypeError(f"{op}: dtype {dtype.name} is not supported here (NumPy has no {dtype.name}); "
+                        f"use {dtype.alternative}")
     try:
         result = np.dtype(dtype) if dtype is not None else None  # np.dtype(None) would be float64
     except TypeError:
@@ -49,7 +68,7 @@ def own_dtype(data: Any, op: str = "tensor") -> np.dtype:
     if isinstance(data, float):
         return np.dtype(np.float64)
     own = np.asarray(data).dtype  # only asked, then dropped: the real array is made on the device by as_array
-    if own.kind in "fO":  # NumPy rounds an int beyond int64 to a float, or keeps it as an object: is there one?
+    if own.kind in "fOu":  # an int beyond int64: NumPy makes it uint64, rounds it to a float, or keeps an object
         try:
             with np.errstate(invalid="ignore"):  # floats convert with a warning at most
                 np.asarray(data, dtype=np.int64)  # overflows on such an int, and on nothing else

@@ -1,6 +1,7 @@
 """Learning-rate schedules as objects, as torch.optim.lr_scheduler: made on an optimizer, each step() sets the
 next rate in every param_groups[i]["lr"]. LambdaLR scales by your function of the step; WarmupCosineLR is train.py's
-warmup + cosine (optim.cosine_lr). Only the groups' "lr" is read and written: the rates they started at stay here.
+warmup + cosine (optim.cosine_lr). Each group's "lr" is written; its first rate is kept in the group as "initial_lr"
+(set by the first schedule made on it, as PyTorch's), which every later schedule takes as its base.
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ from minigrad.optim import Optimizer, cosine_lr
 
 
 class LRScheduler:
-    """The base: base_lrs (each group's rate when the schedule was made), last_epoch (the steps taken, 0 after
+    """The base: base_lrs (each group's "initial_lr": its rate before the first schedule made on the optimizer, so
+    that a second or re-created schedule does not scale a rate already scaled), last_epoch (the steps taken, 0 after
     construction, which already sets step 0's rate) and get_lr(), the rates at last_epoch, that a subclass gives."""
 
     def __init__(self, optimizer: Optimizer) -> None:
         if not hasattr(optimizer, "param_groups"):
             raise TypeError(f"{type(self).__name__}: {type(optimizer).__name__} is not an optimizer")
         self.optimizer = optimizer
-        self.base_lrs = [group["lr"] for group in optimizer.param_groups]
+        for group in optimizer.param_groups:
+            group.setdefault("initial_lr", group["lr"])
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = -1
         self.step()
 

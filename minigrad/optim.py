@@ -425,33 +425,29 @@ def decay_groups(named_params: Iterable[tuple[str, Tensor]], weight_decay: float
             {"params": [p for _, p in params if p.ndim < 2], "weight_decay": 0.0}]
 
 
-def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float = 2.0,
+def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float | str = 2.0,
                     error_if_nonfinite: bool = False) -> float:
-    """Scale all gradients in place so their joint norm (L2, or norm_type: any p >= 1, or inf) is at most max_norm;
-    return the norm before. As torch.nn.utils.clip_grad_norm_: one tensor or an iterable of them; a non-finite norm
-    leaves the gradients as they are, or with error_if_nonfinite=True is a RuntimeError.
+    """Scale all gradients in place so their joint norm (L2, or norm_type: any p > 0, or inf, also as 'inf') is at
+    most max_norm; return the norm before. As torch.nn.utils.clip_grad_norm_: one tensor or an iterable of them; a
+    non-finite norm leaves the gradients as they are, or with error_if_nonfinite=True is a RuntimeError. Where the
+    sum of powers overflows the gradients' dtype (float32 squares beyond 3.4e38) though every gradient is finite, the
+    norm is computed again over the gradients divided by their largest magnitude, and comes out true and finite.
 
     The norm is summed where the gradients live and read back once: on a GPU, one wait per call.
     """
     params = [parameters] if isinstance(parameters, Tensor) else parameters  # a tensor would iterate its rows
     if isinstance(max_norm, bool) or not isinstance(max_norm, (int, float)) or not max_norm >= 0:
         raise ValueError(f"clip_grad_norm_: max_norm must be a number >= 0, got {max_norm!r}")
-    if norm_type != 2.0 and not norm_type >= 1:
-        raise ValueError(f"clip_grad_norm_: norm_type must be >= 1 or inf, got {norm_type!r}")
-    grads, total = [], 0.0
-    for p in params:
-        if p.grad is not None:
-            g = p.grad.array
-            grads.append(g)
-            xp, flat = backend.get_array_module(g), g.reshape(-1)
-            if norm_type == 2.0:
-                total = total + xp.vdot(flat, flat)  # the squares, summed
-            elif norm_type == math.inf:
-                if flat.size:  # an empty gradient has no max; CuPy's max takes no initial=
-                    total = xp.maximum(total, xp.abs(flat).max())
-            else:
-                total = total + (xp.abs(flat) ** norm_type).sum()
-    total = float(total) if norm_type == math.inf else float(total) ** (1 / norm_type)
+    if isinstance(norm_type, str) and norm_type.lower() in ("inf", "+inf", "infinity"):
+        norm_type = math.inf
+    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)) or not norm_type > 0:
+        raise ValueError(f"clip_grad_norm_: norm_type must be a number > 0, or inf (also 'inf'), got {norm_type!r}")
+    grads = [p.grad.array for p in params if p.grad is not None]
+    total = _norm(grads, norm_type)
+    if math.isinf(total) and norm_type != math.inf:  # the powers overflowed; the values may not have
+        largest = _norm(grads, math.inf)
+        if math.isfinite(largest) and largest > 0:
+            total = largest * _norm([g / g.dtype.type(largest) for g in grads], norm_type)
     if not math.isfinite(total):
         if error_if_nonfinite:
             raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {total}")
@@ -460,6 +456,22 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm
         for g in grads:
             g *= max_norm / (total + 1e-6)
     return total
+
+
+def _norm(grads: list[Any], norm_type: float) -> float:
+    """The joint norm of order norm_type of the arrays, summed where they live and read back once."""
+    total = 0.0
+    for g in grads:
+        xp, flat = backend.get_array_module(g), g.reshape(-1)
+        if norm_type == 2.0:
+            total = total + xp.vdot(flat, flat)  # the squares, summed
+        elif norm_type == math.inf:
+            if flat.size:  # an empty gradient has no max; CuPy's max takes no initial=
+                total = xp.maximum(total, xp.abs(flat).max())
+        else:
+            with np.errstate(over="ignore"):  # an overflow gives inf, which clip_grad_norm_ handles
+                total = total + (xp.abs(flat) ** norm_type).sum()
+    return float(total) if norm_type == math.inf else float(total) ** (1 / norm_type)
 
 
 def cosine_lr(step: int, max_lr: float, max_steps: int, warmup_steps: int = 0, min_lr: float = 0.0) -> float:

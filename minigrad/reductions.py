@@ -10,7 +10,7 @@ import warnings
 from typing import Any, NamedTuple
 
 from minigrad import backend
-from minigrad.arrays import Dims, as_axes, numpy_aliases
+from minigrad.arrays import Dims, as_axes, as_axis, numpy_aliases
 from minigrad.dtypes import as_float, check_float
 from minigrad.tensor import Function, Tensor
 
@@ -113,6 +113,8 @@ def _extreme(op: str, x: Tensor, dim: Any, keepdim: bool) -> Tensor | ValuesIndi
     if isinstance(dim, Tensor):  # torch.max(a, b): the elementwise maximum
         return getattr(x, "maximum" if op == "max" else "minimum")(dim)
     if dim is None:
+        if keepdim:
+            raise TypeError(f"{op}: keepdim=True needs a dim (as in PyTorch); for all dims with kept axes use a{op}")
         return (Max if op == "max" else Min).apply(x, axis=_axes_with_values(op, x, None), keepdims=False)
     if not hasattr(dim, "__index__") or isinstance(dim, bool):
         raise TypeError(f"{op}: dim must be one int, got {dim!r}; for values over several dims use a{op}")
@@ -122,6 +124,62 @@ def _extreme(op: str, x: Tensor, dim: Any, keepdim: bool) -> Tensor | ValuesIndi
     if not keepdim:
         values, indices = values.squeeze(dim), indices.squeeze(dim)
     return ValuesIndices(values, indices)
+
+
+def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices:
+    """The k largest (largest=False: smallest) values along `dim` and their int64 indices, as torch.topk, in order
+    (sorted=False gives that order too); NaN counts as the largest. The values are gathered at the indices, so
+    their gradient goes there."""
+    if x.ndim == 0:  # a 0-d tensor is its own top 1, as in PyTorch
+        values, indices = topk(x.reshape(1), k, 0, largest, sorted)
+        return ValuesIndices(values.reshape(()), indices.reshape(())) if k == 1 else ValuesIndices(values, indices)
+    axis = as_axis("topk", dim, x.shape)
+    if not 0 <= k <= x.shape[axis]:
+        raise RuntimeError(f"topk: k={k} is out of range for dim {dim} of length {x.shape[axis]}")
+    if x.dtype.kind == "b":
+        raise TypeError("topk: not defined for bool tensors (as in PyTorch)")
+    xp, a = backend.get_array_module(x.array), x.array
+    if largest:  # descending, NaN first; the stable sort keeps ties in index order
+        a = xp.where(xp.isnan(a), -xp.inf, -a) if a.dtype.kind == "f" else -a
+    order = xp.argsort(a, axis=axis, kind="stable")[(slice(None),) * axis + (slice(0, k),)]
+    indices = Tensor.wrap(order.astype("int64"), False)
+    return ValuesIndices(x.gather(axis, indices), indices)
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
+                generator: backend.Generator | None = None) -> Tensor:
+    """Indices drawn from each row of `input` (1-d or 2-d: non-negative weights, not necessarily summing to one), as
+    torch.multinomial: int64, shape (num_samples,) or (rows, num_samples). With replacement: the inverse of each row's
+    cumulative sum at uniform points; without: the num_samples largest of log(weight) plus Gumbel noise (an argmax
+    of noisy logits, hence among the reductions), which is drawing one at a time without putting back; once the
+    non-zero weights are drawn, the zero ones follow in index order, as in PyTorch."""
+    if input.ndim not in (1, 2) or input.dtype.kind != "f":
+        raise RuntimeError(f"multinomial: expected a 1-d or 2-d float tensor of weights, got shape {input.shape} and "
+                           f"dtype {input.dtype}")
+    xp, w = backend.get_array_module(input.array), input.array.reshape(-1, input.shape[-1])
+    if not bool(xp.isfinite(w).all()) or bool((w < 0).any()):
+        raise RuntimeError("multinomial: the weights contain inf, nan or a value below 0")
+    if bool((w.sum(axis=1) <= 0).any()):
+        raise RuntimeError("multinomial: a row of weights sums to 0: nothing to draw from it")
+    if num_samples <= 0:
+        raise RuntimeError(f"multinomial: num_samples must be positive, got {num_samples}")
+    if not replacement and num_samples > w.shape[1]:
+        raise RuntimeError(f"multinomial: cannot draw {num_samples} samples without replacement from "
+                           f"{w.shape[1]} categories")
+    rng = backend.generator(input.device, generator)
+    if replacement:
+        u = rng.random((w.shape[0], num_samples))
+        cdf = w.astype("float64").cumsum(axis=1)
+        points = u * cdf[:, -1:]  # uniform in [0, row sum)
+        drawn = (cdf[:, None, :] <= points[:, :, None]).sum(axis=2)  # the first category whose cdf passes the point
+        drawn = xp.minimum(drawn, w.shape[1] - 1)
+    else:
+        u = rng.random(w.shape)
+        positive = w > 0  # a weight of 0: log w = -inf, drawn only after all the others
+        log_w = xp.where(positive, xp.log(xp.where(positive, w, 1).astype("float64")), -xp.inf)
+        keys = log_w - xp.log(-xp.log1p(-u))  # log w + Gumbel noise; 1 - u in (0, 1]
+        drawn = xp.argsort(-keys, axis=1, kind="stable")[:, :num_samples]  # zero weights last, in order, as torch
+    return Tensor.wrap(drawn.astype("int64").reshape(*input.shape[:-1], num_samples))
 
 
 def _axes_with_values(op: str, x: Tensor, dim: Dims) -> tuple[int, ...]:

@@ -419,6 +419,27 @@ def flip(x: Tensor, dims: int | Sequence[int]) -> Tensor:
     return Flip.apply(x, dims=as_axes("flip", dims, x.shape))
 
 
+def roll(x: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+    """x shifted by `shifts` along `dims`, the elements pushed off one end coming back at the other, as torch.roll;
+    without dims, over the flattened tensor, then reshaped. Made of slices and cat, so the gradient rolls back."""
+    if dims is None:
+        if not isinstance(shifts, int):
+            raise RuntimeError(f"roll: without dims, shifts must be one int, got {shifts!r}")
+        return roll(x.reshape(-1), shifts, 0).reshape(*x.shape)
+    shifts, dims = (shifts,) if isinstance(shifts, int) else tuple(shifts), (dims,) if isinstance(dims, int) else dims
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll: shifts {shifts} and dims {tuple(dims)} must be of one length")
+    rolled = x
+    for shift, dim in zip(shifts, dims, strict=True):
+        axis = as_axis("roll", dim, x.shape)
+        n = x.shape[axis]
+        if n and shift % n:
+            before = (slice(None),) * axis
+            rolled = cat([rolled[(*before, slice(n - shift % n, None))], rolled[(*before, slice(0, n - shift % n))]],
+                         axis)
+    return rolled if rolled is not x else x.clone()  # a new tensor even when nothing moves, as PyTorch's
+
+
 class Triangle(Function):
     """y = tril(x, k) or triu(x, k) over the last two axes: x times a 0/1 mask, so dx = the same
     triangle of dout"""

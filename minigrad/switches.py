@@ -96,6 +96,21 @@ class enable_grad(GradSwitch):
     value = True
 
 
+class inference_mode(GradSwitch):
+    """As torch.inference_mode: here no_grad (minigrad has no inference tensors to make faster), a with-block or a
+    decorator, with or without parentheses; inference_mode(False) turns grad mode on, as PyTorch's does."""
+
+    value = False
+
+    def __new__(cls, mode: bool | Callable[..., Any] = True) -> Any:
+        if isinstance(mode, bool):
+            return Switch.__new__(cls)
+        return super().__new__(cls, mode)  # @mg.inference_mode without parentheses; refuses what is not callable
+
+    def __init__(self, mode: bool = True) -> None:
+        Switch.__init__(self, not mode)
+
+
 class set_grad_enabled(Switch):
     """Grad mode on or off, as torch.set_grad_enabled: at once, as a function call (mg.set_grad_enabled(False)), or
     for a with-block, which then restores the mode found at the call; as a decorator only for the function."""

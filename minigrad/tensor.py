@@ -252,6 +252,8 @@ class Tensor(BackwardTensor, HookedTensor, VersionedTensor, core.Tensor):
     def prod(self, *args, **kwargs) -> Tensor: return reductions.prod(self, *args, **kwargs)
     def logsumexp(self, *args, **kwargs) -> Tensor: return reductions.logsumexp(self, *args, **kwargs)
     def cumsum(self, *args, **kwargs) -> Tensor: return reductions.cumsum(self, *args, **kwargs)
+    def topk(self, *args, **kwargs) -> Any: return reductions.topk(self, *args, **kwargs)
+    def multinomial(self, *args, **kwargs) -> Tensor: return reductions.multinomial(self, *args, **kwargs)
     def any(self, *args, **kwargs) -> Tensor: return reductions.any(self, *args, **kwargs)
     def all(self, *args, **kwargs) -> Tensor: return reductions.all(self, *args, **kwargs)
     def softmax(self, *args, **kwargs) -> Tensor: return activations.softmax(self, *args, **kwargs)
@@ -263,6 +265,7 @@ class Tensor(BackwardTensor, HookedTensor, VersionedTensor, core.Tensor):
     def flatten(self, *args, **kwargs) -> Tensor: return shapes.flatten(self, *args, **kwargs)
     def unflatten(self, *args, **kwargs) -> Tensor: return shapes.unflatten(self, *args, **kwargs)
     def gather(self, *args, **kwargs) -> Tensor: return shapes.gather(self, *args, **kwargs)
+    def roll(self, *args, **kwargs) -> Tensor: return shapes.roll(self, *args, **kwargs)
 
     # shapes and dims as varargs, x.reshape(2, 3) or x.reshape((2, 3)), as in PyTorch
     def reshape(self, *shape: int) -> Tensor: return shapes.reshape(self, *shape)

@@ -96,7 +96,8 @@ def flags() -> Iterator[str]:
 def snapshot() -> list[str]:
     lines = [*module_names("mg", mg)]
     for prefix, module in (("F", functional), ("nn", nn), ("optim", optim), ("mg.lr_scheduler", lr_scheduler),
-                           ("mg.init", init), ("mg.autograd", autograd)):
+                           ("mg.init", init), ("mg.autograd", autograd), ("mg.cuda", mg.cuda),
+                           ("mg.backends", mg.backends), ("mg.utils.data", mg.utils.data)):
         lines += module_names(prefix, module)
     lines += describe("mg.Tensor", mg.Tensor)
     lines += [f"mg.Tensor.{name} (attribute)" for name in public(vars(mg.tensor(0.0)))]

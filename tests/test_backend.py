@@ -40,6 +40,8 @@ NUMPY_NAMES = {"dtype", "float16", "float32", "float64", "int32", "int64", "inte
 
 # Named exceptions, (file, enclosing function, numpy attribute) -> why it creates no device array.
 EXCEPTIONS = {
+    ("optim.py", "_norm", "errstate"): "silences NumPy's overflow warning on the powers of a gradient's norm "
+                                       "(clip_grad_norm_ then computes it again, scaled); makes no array",
     ("tensor.py", "__repr__", "array2string"): "formats the NumPy copy that .numpy() returned",
     ("picture.py", "_values", "array2string"): "formats the NumPy copy that backend.to_numpy returned, for a label",
     ("dtypes.py", "own_dtype", "asarray"): "asks which dtype NumPy gives Python data (a list, a float); "

@@ -19,7 +19,7 @@ import train
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "minigrad"
 OP_MODULES = {"elementwise", "reductions", "shapes", "matmul", "activations"}  # what Tensor's operators call
-PROJECT = [*ENGINE.glob("*.py"), *(ROOT / "models").glob("*.py"), *ROOT.glob("*.py"),
+PROJECT = [*ENGINE.rglob("*.py"), *(ROOT / "models").glob("*.py"), *ROOT.glob("*.py"),
            *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "scripts").glob("*.py"), *(ROOT / "examples").glob("*.py")]
 
 

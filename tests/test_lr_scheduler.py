@@ -66,11 +66,35 @@ def test_a_schedule_resumes_from_its_state_dict():
     expected = rates(opt, scheduler, 4)
 
     fresh, _ = two_groups()
+    resumed = LambdaLR(fresh, [lambda k: 0.9**k, Halving(7)])  # made first, then both states loaded, as in PyTorch
     fresh.load_state_dict(saved_opt)
-    resumed = LambdaLR(fresh, [lambda k: 0.9**k, Halving(7)])
     resumed.load_state_dict(saved)
     assert resumed.lr_lambdas[1].every == 2 and resumed.last_epoch == 5
     assert rates(fresh, resumed, 4) == expected
+
+
+def _chained_and_recreated(lib, opt):
+    """Two schedules on one optimizer, then a third made on it later: each bases itself on the groups' initial_lr."""
+    first, second = lib.LambdaLR(opt, lambda k: 0.5 * (k + 1)), lib.LambdaLR(opt, lambda k: k + 1)
+    seen = []
+    for _ in range(4):
+        seen.append([g["lr"] for g in opt.param_groups])
+        opt.step()
+        first.step()
+        second.step()
+    lib.LambdaLR(opt, lambda k: 0.9)
+    return seen + [[g["lr"] for g in opt.param_groups]], [g["initial_lr"] for g in opt.param_groups]
+
+
+def test_a_second_schedule_on_one_optimizer_bases_itself_on_initial_lr_as_torch():
+    """Each schedule took the rate the one before had already scaled as its base: 0.05 / 0.1 / 0.15 / 0.729 where
+    PyTorch gives 0.1 / 0.2 / 0.3 / 0.4 (each schedule's rate written in turn, from initial_lr)."""
+    opt, t_opt = two_groups()
+    ours = _chained_and_recreated(mg.lr_scheduler, opt)
+    theirs = _chained_and_recreated(torch.optim.lr_scheduler, t_opt)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-15)
+    assert ours[1] == theirs[1] == [0.1, 0.02]
+    assert ours[0][-1] == pytest.approx([0.09, 0.018])  # re-created: 0.9 of the first rate, not of the last one
 
 
 def test_warmup_cosine_is_train_py_s_schedule():

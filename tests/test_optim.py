@@ -636,7 +636,7 @@ def test_zero_grad_can_keep_the_arrays():
 
 # ---- clip_grad_norm_ ----
 
-@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, math.inf])
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, math.inf, 0.5, "inf"])
 def test_clip_grad_norm_of_one_tensor_or_many_matches_torch(norm_type, device):
     """clip_grad_norm_(param, 1.0) iterated the rows of one tensor: it returned 0.0 and clipped nothing. An empty
     gradient adds nothing to the norm (for inf it was max(initial=0.0), which CuPy's max does not take)."""
@@ -666,5 +666,31 @@ def test_clip_grad_norm_refuses_what_has_no_meaning():
     assert optim.clip_grad_norm_(p, 1.0) == math.inf and p.grad[0] == np.inf  # left as it was
     with pytest.raises(ValueError, match="max_norm must be a number >= 0, got -1"):
         optim.clip_grad_norm_(p, -1)
-    with pytest.raises(ValueError, match="norm_type must be >= 1 or inf, got 0.5"):
-        optim.clip_grad_norm_(p, 1.0, norm_type=0.5)
+    for bad in (0, -1.0, "two", True):  # torch's answers for 0 and below are not norms (a count, a harmonic sum)
+        with pytest.raises(ValueError, match=f"norm_type must be a number > 0, or inf .also 'inf'., got {bad!r}"):
+            optim.clip_grad_norm_(p, 1.0, norm_type=bad)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 3.0])
+def test_clip_grad_norm_of_float32_gradients_whose_powers_overflow_is_the_true_norm(norm_type):
+    """[3e19, 4e19] in float32: the squares overflow (9e38 > 3.4e38), so the plain sum is inf, where the norm, 5e19,
+    is finite. minigrad computes it again over the gradients divided by their largest, returns it and clips.
+    PyTorch 2.13 returns inf there and multiplies the gradients by max_norm / inf, zeroing them: a deliberate
+    difference (docs/torch-surface.md), asserted here on both sides."""
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    values = np.array([3e19, 4e19], dtype=np.float32)
+    p, q = mg.tensor(values, requires_grad=True), mg.tensor(np.array([-1e19], dtype=np.float32), requires_grad=True)
+    p.grad, q.grad = mg.tensor(values), mg.tensor(q.numpy())
+    norm = optim.clip_grad_norm_([p, q], 1.0, norm_type=norm_type)
+    true = float(np.linalg.norm(np.array([3e19, 4e19, -1e19]), ord=norm_type))
+    assert norm == pytest.approx(true, rel=1e-6)
+    clipped = np.concatenate([p.grad.numpy(), q.grad.numpy()])
+    assert p.grad.dtype == mg.float32 and _joint_norm(clipped, norm_type) == pytest.approx(1.0, rel=1e-5)
+    t = torch.zeros(2, requires_grad=True)
+    t.grad = torch.tensor(values)
+    assert torch.nn.utils.clip_grad_norm_([t], 1.0, norm_type=norm_type).item() == math.inf  # torch: inf, zeroed
+    assert t.grad.tolist() == [0.0, 0.0]
+
+
+def _joint_norm(values, norm_type):
+    return float(np.sum(np.abs(values.astype(np.float64)) ** norm_type) ** (1 / norm_type))
