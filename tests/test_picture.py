@@ -91,3 +91,23 @@ def test_rendering_needs_graphviz_and_says_so_or_writes_the_svg(tmp_path):
         pytest.skip("Graphviz's dot program is not installed (apt-get install graphviz)")
     path = graph.render(str(tmp_path / "g"))
     assert path.endswith("g.svg") and "<svg" in open(path).read()
+
+
+def test_an_in_place_write_and_the_device_are_drawn(rand, device):
+    """A write through a view of a computed tensor: its base's node becomes CopySlices, drawn as an op whose inputs
+    are the base's old values and the view's new ones; a tensor on the GPU says so in its label."""
+    x = rand(3)
+    h = x * 2
+    v = rand(1)
+    first_two = h[:2]
+    first_two[0] = v[0]  # in place, through a view: h's node is now CopySlices(h before, the view after)
+    loss = h.sum()
+    loss.backward()
+    nodes, edges = nodes_and_edges(mg.draw(loss, params={"x": x, "v": v}).source)
+    copy = f"n{id(h.grad_fn)}"
+    assert nodes[copy].startswith("CopySlices")
+    into_copy = {a for a, b, _ in edges if b == copy}
+    assert len(into_copy) == 2  # the old values' tensor and the slice of v
+    on_device = " cuda" if device == "cuda" else ""
+    assert nodes[f"t{id(x)}"].startswith(f"x\\n(3,) float64{on_device}")
+    assert "grad [0., 2., 2.]" in nodes[f"t{id(x)}"]  # h[0] was overwritten: x[0]'s gradient is 0
