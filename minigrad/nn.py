@@ -45,6 +45,8 @@ class Module:
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_buffers", {})
+        object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_forward_pre_hooks", ())  # (hook, with_kwargs) pairs, in calling order
         object.__setattr__(self, "_forward_hooks", ())
@@ -52,11 +54,12 @@ class Module:
     def __setattr__(self, name: str, value: Any) -> None:
         """Register a Parameter or a Module under its name, as PyTorch does: a Parameter takes any name; a registered
         parameter is replaced only by a Parameter or None (None keeps the name a parameter's), a child module only by
-        a Module or None (None unregisters it)."""
+        a Module or None (None unregisters it), a registered buffer by a Tensor or None."""
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__}: call super().__init__() before assigning attributes")
         if isinstance(value, Parameter):
             self._modules.pop(name, None)
+            self._buffers.pop(name, None)
             self._parameters[name] = value
         elif name in self._parameters:
             self._refuse_assignment(name, value, Parameter)
@@ -66,21 +69,34 @@ class Module:
         elif name in self._modules:
             self._refuse_assignment(name, value, Module)
             del self._modules[name]
+        elif name in self._buffers:
+            self._refuse_assignment(name, value, Tensor)
+            self._buffers[name] = value
         object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Module:
+        """A child module added by key rather than by assignment (a ModuleDict's entry: transformer.wte), as in
+        PyTorch; called only when the ordinary lookup fails."""
+        modules = self.__dict__.get("_modules", {})  # absent while a copy or an unpickled module is being built
+        if name in modules:
+            return modules[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _refuse_assignment(self, name: str, value: Any, kind: type) -> None:
         """Anything but None in the place of a registered parameter or child module (`kind`) is refused."""
-        if value is not None:
-            what = "parameter" if kind is Parameter else "child module"
+        if value is not None and not (kind is Tensor and isinstance(value, Tensor)):
+            what = {Parameter: "parameter", Module: "child module", Tensor: "buffer"}[kind]
             raise TypeError(f"{type(self).__name__}: cannot assign {type(value).__name__} as {what} {name!r} "
-                            f"(nn.{kind.__name__} or None expected)"
+                            f"({'nn.' if kind is not Tensor else ''}{kind.__name__} or None expected)"
                             + ("; a tensor computed from parameters is not one: nn.Parameter(t.detach()) makes a new "
                                "parameter of its values" if isinstance(value, Tensor) else ""))
 
     def __delattr__(self, name: str) -> None:
-        """del module.name unregisters a parameter or child module too, as in PyTorch."""
+        """del module.name unregisters a parameter, child module or buffer too, as in PyTorch."""
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
+        self._buffers.pop(name, None)
+        self._non_persistent_buffers.discard(name)
         object.__delattr__(self, name)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -134,18 +150,44 @@ class Module:
     # -- parameters --
     def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Parameter]]:
         """(dotted name, parameter) pairs, each parameter once even if shared."""
-        seen: set[int] = set()
-        for name, p in self._walk(prefix):
-            if id(p) not in seen:
-                seen.add(id(p))
-                yield name, p
+        return self._walk(prefix, lambda m: m._parameters.items())
 
-    def _walk(self, prefix: str) -> Iterator[tuple[str, Parameter]]:
-        for name, p in self._parameters.items():
-            if p is not None:  # a parameter set to None (model.bias = None) is no longer trained or saved
-                yield prefix + name, p
-        for name, m in self._modules.items():
-            yield from m._walk(f"{prefix}{name}.")
+    def _walk(self, prefix: str, own: Callable[[Module], Iterable[tuple[str, Any]]]) -> Iterator[tuple[str, Any]]:
+        """(dotted name, tensor) for the tensors own(module) gives of this module, then of each child's, depth
+        first, each tensor once even if shared. One set to None (model.bias = None) is left out: not trained, saved
+        or moved."""
+        seen: set[int] = set()
+        todo = [(prefix, self)]
+        while todo:
+            name, m = todo.pop()
+            for key, t in own(m):
+                if t is not None and id(t) not in seen:
+                    seen.add(id(t))
+                    yield name + key, t
+            todo.extend(reversed([(f"{name}{k}.", child) for k, child in m._modules.items()]))
+
+    # -- buffers: tensors a module keeps that are not trained (a running mean, a causal mask), as PyTorch's --
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Keep `tensor` as module.name: in named_buffers(), moved by to(), in state_dict() if persistent, not a
+        parameter. Assigning a Tensor (or None) to the name later replaces the buffer."""
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"{type(self).__name__}.register_buffer: a name must be a non-empty string without '.', "
+                           f"got {name!r}")
+        if name not in self._buffers and hasattr(self, name):
+            raise KeyError(f"{type(self).__name__}.register_buffer: attribute {name!r} already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"{type(self).__name__}.register_buffer: cannot assign {type(tensor).__name__} to buffer "
+                            f"{name!r} (Tensor or None required)")
+        self._buffers[name] = tensor
+        (self._non_persistent_buffers.discard if persistent else self._non_persistent_buffers.add)(name)
+        object.__setattr__(self, name, tensor)
+
+    def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        """(dotted name, buffer) pairs of this module and those inside it, each buffer once even if shared."""
+        return self._walk(prefix, lambda m: m._buffers.items())
+
+    def buffers(self) -> Iterator[Tensor]:
+        return (b for _, b in self.named_buffers())
 
     def parameters(self) -> list[Parameter]:
         return list(dict(self.named_parameters()).values())  # names are unique: each parameter once, in order
@@ -191,6 +233,20 @@ class Module:
             elif p.grad is not None:
                 p.grad.array[...] = 0
 
+    # -- printing: PyTorch's module tree --
+    def extra_repr(self) -> str:
+        """The layer's settings, shown in its repr's parentheses; a layer of your own overrides it."""
+        return ""
+
+    def __repr__(self) -> str:
+        """The module tree as PyTorch prints it: Name(settings), or each child as (name): repr, indented."""
+        extra = self.extra_repr()
+        lines = (extra.split("\n") if extra else []) + \
+                [f"({key}): {_indent(repr(m))}" for key, m in self._modules.items()]
+        if len(lines) == 1 and not self._modules:
+            return f"{type(self).__name__}({lines[0]})"
+        return f"{type(self).__name__}(" + "".join(f"\n  {line}" for line in lines) + ("\n)" if lines else ")")
+
     # -- modes and placement --
     def train(self, mode: bool = True) -> Module:
         """Training mode (dropout active); train(False) is eval()."""
@@ -203,8 +259,9 @@ class Module:
         return self.train(False)
 
     def to(self, target: str | DType) -> Module:
-        """Move every parameter to a device ("cpu", "cuda") or convert it to a dtype, in place; each gradient goes with
-        its parameter, as in PyTorch. A parameter already there is left as it is."""
+        """Move every parameter and buffer to a device ("cpu", "cuda") or convert it to a dtype, in place; each
+        gradient goes with its parameter, as in PyTorch. A dtype converts float buffers only (an integer buffer, a
+        count or indices, keeps its own). A tensor already there is left as it is."""
         with no_grad():
             for p in self.parameters():
                 moved = p.to(target)
@@ -212,17 +269,27 @@ class Module:
                     grad = None if p.grad is None else p.grad.to(target)
                     p.grad = None  # the old one no longer fits p: its dtype or device changes below
                     p.data, p.grad = moved, grad
+            to_device = isinstance(target, str) and target in backend.DEVICES
+            for m in self.modules():
+                for name, b in m._buffers.items():
+                    if b is not None and (to_device or b.dtype.kind == "f"):
+                        m.register_buffer(name, b.to(target), name not in m._non_persistent_buffers)
         return self
 
     # -- saving and loading --
     def state_dict(self) -> dict[str, Any]:
-        """Parameter arrays by dotted name (the arrays themselves, not copies)."""
-        return {name: p.array for name, p in self.named_parameters()}
+        """Parameter and persistent buffer arrays by dotted name (the arrays themselves, not copies), each module's
+        parameters then its buffers, as PyTorch orders them."""
+        return {name: t.array for name, t in self._saved_tensors()}
+
+    def _saved_tensors(self) -> Iterator[tuple[str, Tensor]]:
+        return self._walk("", lambda m: [*m._parameters.items(), *((k, b) for k, b in m._buffers.items()
+                                                                     if k not in m._non_persistent_buffers)])
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Copy `state` into the parameters (converted to their dtype), after checking every key, shape
-        and dtype: on any mismatch a ValueError names the keys at fault and the model is left untouched."""
-        own = dict(self.named_parameters())
+        """Copy `state` into the parameters and persistent buffers (converted to their dtype), after checking every
+        key, shape and dtype: on any mismatch a ValueError names the keys at fault and the model is left untouched."""
+        own = dict(self._saved_tensors())
         missing = sorted(own.keys() - state.keys())
         unexpected = sorted(state.keys() - own.keys())
         wrong_values, wrong_shapes = [], []
@@ -245,6 +312,11 @@ class Module:
                 p.copy_(Tensor.wrap(as_array(state[name], p.dtype, p.device, "load_state_dict")))
 
 
+def _indent(text: str) -> str:
+    """Every line of a child's repr but the first moved two spaces right, under its parent's."""
+    return text.replace("\n", "\n  ")
+
+
 # ---- layers ----
 
 def _check_sizes(layer: str, **sizes: Any) -> None:
@@ -262,6 +334,7 @@ class Linear(Module):
                  dtype: DType = np.float32, device: str = "cpu") -> None:
         super().__init__()
         _check_sizes("Linear", in_features=in_features, out_features=out_features)
+        self.in_features, self.out_features = in_features, out_features
         self.weight = empty((out_features, in_features), dtype, device)
         self.bias = empty((out_features,), dtype, device) if bias else None
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
@@ -271,6 +344,9 @@ class Linear(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
 class Embedding(Module):
@@ -283,7 +359,7 @@ class Embedding(Module):
         _check_sizes("Embedding", num_embeddings=num_embeddings, embedding_dim=embedding_dim)
         if padding_idx is not None:
             padding_idx = padding_index("Embedding", padding_idx, num_embeddings)
-        self.padding_idx = padding_idx
+        self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
         self.weight = init.normal_(empty((num_embeddings, embedding_dim), dtype, device))
         if padding_idx is not None:
             with no_grad():
@@ -291,6 +367,10 @@ class Embedding(Module):
 
     def forward(self, indices: Any) -> Tensor:
         return F.embedding(indices, self.weight, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}" + \
+            ("" if self.padding_idx is None else f", padding_idx={self.padding_idx}")
 
 
 class LayerNorm(Module):
@@ -301,12 +381,15 @@ class LayerNorm(Module):
                  bias: bool = True, *, dtype: DType = np.float32, device: str = "cpu") -> None:
         super().__init__()
         self.normalized_shape = _shape("LayerNorm", normalized_shape)
-        self.eps = eps
+        self.eps, self.elementwise_affine = eps, elementwise_affine
         self.weight = constant(self.normalized_shape, 1.0, dtype, device) if elementwise_affine else None
         self.bias = constant(self.normalized_shape, 0.0, dtype, device) if elementwise_affine and bias else None
 
     def forward(self, x: Tensor) -> Tensor:
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return RMSNorm.extra_repr(self) + f", bias={self.bias is not None}"
 
 
 def _shape(layer: str, normalized_shape: int | tuple[int, ...]) -> tuple[int, ...]:
@@ -325,11 +408,14 @@ class RMSNorm(Module):
                  elementwise_affine: bool = True, *, dtype: DType = np.float32, device: str = "cpu") -> None:
         super().__init__()
         self.normalized_shape = _shape("RMSNorm", normalized_shape)
-        self.eps = eps
+        self.eps, self.elementwise_affine = eps, elementwise_affine
         self.weight = constant(self.normalized_shape, 1.0, dtype, device) if elementwise_affine else None
 
     def forward(self, x: Tensor) -> Tensor:
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
 class Dropout(Module):
@@ -341,6 +427,9 @@ class Dropout(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace=False"  # minigrad's dropout is never in place
 
 
 class GELU(Module):
@@ -355,6 +444,9 @@ class GELU(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.gelu(x, self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
 
 
 class ReLU(Module):
@@ -384,6 +476,9 @@ class Flatten(Module):
     def forward(self, x: Tensor) -> Tensor:
         return x.flatten(self.start_dim, self.end_dim)
 
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
 
 class ModuleList(Module):
     """A list of modules, registered as "0", "1", ..."""
@@ -405,12 +500,27 @@ class ModuleList(Module):
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
 
+    def __repr__(self) -> str:
+        """As PyTorch's: a run of children that print the same is one line, (0-11): 12 x Block(...)."""
+        runs: list[list[Any]] = []  # [first index, last index, repr]
+        for i, m in enumerate(self):
+            text = repr(m)
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, text])
+        lines = [f"({first}): {_indent(text)}" if first == last else
+                 f"({first}-{last}): {last - first + 1} x {_indent(text)}" for first, last, text in runs]
+        return f"{type(self).__name__}(" + "".join(f"\n  {line}" for line in lines) + ("\n)" if lines else ")")
+
 
 class Sequential(ModuleList):
     """Modules applied one after another: Sequential(Linear(4, 16), GELU(), Linear(16, 2)) is an MLP."""
 
     def __init__(self, *modules: Module) -> None:
         super().__init__(list(modules))
+
+    __repr__ = Module.__repr__  # each child on its own line, as PyTorch's Sequential
 
     def forward(self, x: Any) -> Any:
         for m in self:
@@ -420,8 +530,8 @@ class Sequential(ModuleList):
 
 class ModuleDict(Module):
     """Modules by name, registered under their keys (model.heads["a"].weight is "heads.a.weight"), in the order
-    inserted, as torch.nn.ModuleDict. A key is an item, not an attribute; one that names an attribute ("keys",
-    "training") is refused, as in PyTorch."""
+    inserted, as torch.nn.ModuleDict. An entry is an item and an attribute (model.transformer.wte, as nanoGPT uses
+    it); a key that names an attribute ("keys", "training") is refused, as in PyTorch."""
 
     def __init__(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]] | None = None) -> None:
         super().__init__()
