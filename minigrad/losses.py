@@ -1,6 +1,6 @@
 """The losses, each a Function with its closed-form backward. Cross-entropy under softmax(logits), one Function per
-kind of target: class indices (dlogits = softmax - the smoothed one-hot) and class probabilities; mean squared
-error; binary cross-entropy of sigmoid(logits). N rows, V classes.
+kind of target: class indices (dlogits = softmax - the smoothed one-hot) and class probabilities; the negative
+log-likelihood of log-probabilities; mean squared error; binary cross-entropy of sigmoid(logits). N rows, V classes.
 """
 
 from __future__ import annotations
@@ -159,15 +159,59 @@ def cross_entropy(logits: Tensor, targets: Any, *, ignore_index: int = -100, red
     if targets.dtype.kind == "f":
         raise TypeError(f"{op}: targets must be integer class indices of shape {logits.shape[:-1]} or class "
                         f"probabilities of the logits' shape {logits.shape}; got {targets.dtype}, {targets.shape}")
-    if targets.shape != logits.shape[:-1]:
-        raise ValueError(f"{op}: targets of shape {targets.shape} for logits of shape {logits.shape}; "
-                         f"expected {logits.shape[:-1]}")
-    targets = indices_in_range(op, targets, logits.device, logits.shape[-1], "target", ignore_index)
-    targets = targets.reshape(-1)
-    counted = targets != ignore_index
-    return CrossEntropyFunction.apply(logits, targets=targets * counted,  # ignored rows: any valid class, zeroed
-                                      counted=counted.astype(logits.dtype), smoothing=label_smoothing,
+    targets, counted = _class_indices(op, targets, logits, "logits", ignore_index)
+    return CrossEntropyFunction.apply(logits, targets=targets, counted=counted, smoothing=label_smoothing,
                                       reduction=reduction)
+
+
+def _class_indices(op: str, targets: Any, scores: Tensor, name: str, ignore_index: int) -> tuple[Any, Any]:
+    """Integer class targets of scores.shape[:-1], checked and flattened to (N,), an ignored one replaced by class 0
+    (a valid index, its loss zeroed), and which of them count: 1 or 0 in the scores' dtype."""
+    if targets.shape != scores.shape[:-1]:
+        raise ValueError(f"{op}: targets of shape {targets.shape} for {name} of shape {scores.shape}; "
+                         f"expected {scores.shape[:-1]}")
+    targets = indices_in_range(op, targets, scores.device, scores.shape[-1], "target", ignore_index).reshape(-1)
+    counted = targets != ignore_index
+    return targets * counted, counted.astype(scores.dtype)
+
+
+# ---- negative log-likelihood ----
+
+class NLLLossFunction(Function):
+    """loss_i = -x_i[t_i] for log-probabilities x and integer targets t (0 for an ignored row), then reduced.
+
+    dx_i = -w_i one_hot(t_i),  w_i = d loss / d loss_i (see _row_weights; 0 for an ignored row)
+    """
+
+    def forward(self, log_probs, targets, counted, reduction):
+        xp = backend.get_array_module(log_probs)
+        self.rows, self.targets, self.counted, self.n = xp.arange(targets.shape[0]), targets, counted, counted.sum()
+        self.reduction, self.input_shape = reduction, log_probs.shape
+        losses = xp.where(counted > 0, -as_rows(log_probs)[self.rows, targets], 0)  # an ignored row's NaN: 0
+        return _reduce(losses, reduction, self.n, log_probs.shape[:-1])
+
+    def backward(self, dout):
+        xp = backend.get_array_module(dout)
+        w = xp.where(self.counted > 0, _row_weights(dout, self.reduction, self.n, self.rows.shape[0])[:, 0], 0)
+        dx = xp.zeros((self.rows.shape[0], self.input_shape[-1]), dtype=dout.dtype)
+        dx[self.rows, self.targets] -= w  # 0 - 0 for an ignored row: +0, as PyTorch
+        return (dx.reshape(self.input_shape),)
+
+
+def nll_loss(input: Tensor, target: Any, *, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of integer class `target` under log-probabilities `input` (log_softmax's output), as
+    torch.nn.functional.nll_loss: loss_i = -input_i[target_i], classes on the last axis (as cross_entropy's; PyTorch's
+    axis 1, the same for (N, C)), targets equal to ignore_index counted for nothing. reduction: "mean" (over the
+    counted rows: NaN if none), "sum" or "none". nll_loss(log_softmax(x, -1), t) is cross_entropy(x, t)."""
+    op = "nll_loss"
+    if reduction not in REDUCTIONS:
+        raise reduction_error(op, reduction)
+    check_float(op, input)
+    if input.ndim == 0:
+        raise ValueError(f"{op}: input must have a class axis, got shape {input.shape}")
+    targets, counted = _class_indices(op, index_array(op, target, input.device, "iu", moved=False), input, "input",
+                                      ignore_index)
+    return NLLLossFunction.apply(input, targets=targets, counted=counted, reduction=reduction)
 
 
 # ---- mean squared error ----

@@ -1,7 +1,7 @@
-"""Layers: Module, Parameter, Linear, Embedding, LayerNorm, RMSNorm, Dropout, GELU, ReLU, Tanh, Sigmoid, Flatten,
-ModuleList, ModuleDict, Sequential, and the loss layers. A Module registers the Parameters and Modules assigned to it,
-so named_parameters() gives dotted names (blocks.0.attn.q_proj.weight) that state_dict() follows. Each layer's init
-is PyTorch's (nn.init).
+"""Layers: Module, Parameter, Linear, Embedding, LayerNorm, RMSNorm, Dropout, GELU, ReLU, Tanh, Sigmoid, LogSoftmax,
+Flatten, ModuleList, ModuleDict, Sequential, and the loss layers. A Module registers the Parameters, buffers and
+Modules assigned to it, so named_parameters() gives dotted names (blocks.0.attn.q_proj.weight) that state_dict()
+follows, and prints as PyTorch's module tree. Each layer's init is PyTorch's (nn.init).
 """
 
 from __future__ import annotations
@@ -466,6 +466,20 @@ class Sigmoid(Module):
         return F.sigmoid(x)
 
 
+class LogSoftmax(Module):
+    """F.log_softmax along `dim` as a layer (dim is required: PyTorch's dim=None guesses one, with a warning)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.log_softmax(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
 class Flatten(Module):
     """x.flatten(start_dim, end_dim) as a layer; its default keeps the batch axis: (B, ...) -> (B, rest)."""
 
@@ -613,6 +627,19 @@ class CrossEntropyLoss(Module):
     def forward(self, input: Tensor, target: Any) -> Tensor:
         return F.cross_entropy(input, target, ignore_index=self.ignore_index, reduction=self.reduction,
                                label_smoothing=self.label_smoothing)
+
+
+class NLLLoss(Module):
+    """F.nll_loss as a layer, after nn.LogSoftmax(-1): classes on the last axis, no per-class weight."""
+
+    def __init__(self, *, ignore_index: int = -100, reduction: str = "mean") -> None:
+        super().__init__()
+        if reduction not in REDUCTIONS:
+            raise reduction_error("NLLLoss", reduction)
+        self.ignore_index, self.reduction = ignore_index, reduction
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.nll_loss(input, target, ignore_index=self.ignore_index, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(Module):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
+from minigrad import functional as F
 from minigrad import nn
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install 'minigrad[torch]'")
@@ -100,3 +101,61 @@ def test_repr_is_torchs_line_by_line():
     assert repr(nn.Embedding(5, 3, padding_idx=1)) == repr(torch.nn.Embedding(5, 3, padding_idx=1))
     assert repr(nn.RMSNorm(4)) == repr(torch.nn.RMSNorm(4))
     assert repr(nn.Flatten()) == repr(torch.nn.Flatten()) and repr(nn.ModuleList()) == repr(torch.nn.ModuleList())
+
+
+# ---- NLLLoss, LogSoftmax, F.nll_loss ----
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_loss_after_log_softmax_matches_torch_in_value_and_gradient(reduction):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 5))  # (B, T, C): classes last here, on axis 1 in torch
+    target = np.array([[4, -100, 0], [2, 2, -100]])
+    mx = mg.tensor(x, requires_grad=True)
+    loss = nn.NLLLoss(reduction=reduction)(nn.LogSoftmax(dim=-1)(mx), target)
+    tx = torch.tensor(x, requires_grad=True)
+    t_loss = torch.nn.NLLLoss(reduction=reduction)(torch.nn.LogSoftmax(dim=-1)(tx).transpose(1, 2),
+                                                   torch.tensor(target))
+    np.testing.assert_allclose(loss.numpy(), t_loss.detach().numpy(), rtol=1e-12)
+    seed = rng.standard_normal(loss.shape)
+    loss.backward(mg.tensor(seed))
+    t_loss.backward(torch.tensor(seed))
+    np.testing.assert_allclose(mx.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-14)
+    assert np.all(mx.grad.numpy()[0, 1] == 0)  # the ignored position gets no gradient
+
+
+def test_nll_loss_gradient_is_its_finite_difference_and_log_softmax_takes_any_dim():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 3))
+    target = [2, 0, 1, 1]
+    mx = mg.tensor(x, requires_grad=True)
+    F.nll_loss(mx, target).backward()
+    eps, numeric = 1e-6, np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        numeric[i] = (-(x + d)[range(4), target].mean() + (x - d)[range(4), target].mean()) / (2 * eps)
+    np.testing.assert_allclose(mx.grad.numpy(), numeric, atol=1e-8)
+    out = nn.LogSoftmax(0)(mg.tensor(x))
+    np.testing.assert_allclose(out.numpy(), torch.nn.LogSoftmax(0)(torch.tensor(x)).numpy(), rtol=1e-12)
+    assert repr(nn.LogSoftmax(0)) == repr(torch.nn.LogSoftmax(0)) and repr(nn.NLLLoss()) == repr(torch.nn.NLLLoss())
+
+
+def test_nll_loss_with_every_target_ignored_is_nan_as_torch():
+    x, tx = mg.ones((2, 3), requires_grad=True), torch.ones(2, 3, requires_grad=True)
+    loss, t_loss = nn.NLLLoss()(x, [-100, -100]), torch.nn.NLLLoss()(tx, torch.tensor([-100, -100]))
+    assert np.isnan(loss.item()) and torch.isnan(t_loss)
+    loss.backward()
+    t_loss.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())  # zeros, not NaN
+
+
+def test_nll_loss_refuses_bad_targets_in_one_line():
+    x = mg.zeros((2, 3))
+    with pytest.raises(IndexError, match=r"nll_loss: target 3 at position \(1,\) is out of range \[0, 3\)"):
+        nn.NLLLoss()(x, [0, 3])
+    with pytest.raises(ValueError, match=r"targets of shape \(3,\) for input of shape \(2, 3\)"):
+        nn.NLLLoss()(x, [0, 1, 2])
+    with pytest.raises(TypeError, match="nll_loss: expected integer values, got dtype float64"):
+        nn.NLLLoss()(x, np.array([0.0, 1.0]))
+    with pytest.raises(ValueError, match="NLLLoss: reduction must be 'mean', 'sum' or 'none', got 'avg'"):
+        nn.NLLLoss(reduction="avg")
