@@ -77,11 +77,7 @@ class Backward(core.Sweep):
         return dout
 
     def input_grads(self, node: core.Function, dout: Any) -> Sequence[Any]:
-        for counter, seen, _ in getattr(node, "versions", ()):  # an array it kept, written in place since?
-            if counter[0] != seen:
-                node.check_versions()  # refuses if so (versions.py)
-                break
-        if getattr(node, "saved_indices", None):  # an index or mask tensor it kept (versions.saves_index)
+        if isinstance(node, Function):  # an array it kept (or an index tensor) written in place since? refused
             node.check_versions()
         dxs = super().input_grads(node, dout)
         # the arrays made for one input alone: not dout, nor a view, nor handed to another input too (or its view)

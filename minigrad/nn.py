@@ -24,8 +24,6 @@ class Parameter(Tensor):
     """A tensor that a Module owns and an optimizer updates. As torch.nn.Parameter, it shares the memory of the array
     or tensor it is made from (Parameter(W.T) is a view of W), and requires grad unless told not to."""
 
-    __slots__ = ()
-
     def __init__(self, data: Any, requires_grad: bool = True) -> None:
         super().__init__(data, requires_grad=requires_grad, copy=False)
 
