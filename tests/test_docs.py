@@ -1,4 +1,7 @@
-"""The code in README.md and docs/*.md runs here, so that every number a reader sees is checked.
+"""The code in README.md, docs/*.md and docs/zh-TW/*.md runs here, so that every number a reader sees is checked.
+
+docs/zh-TW/ holds Traditional Chinese translations, checked here as the English pages are (tests/test_translations.py
+keeps them in step with their sources). Their prose quotes code as the English does, "(`path.py`, `Name`):" included.
 
 How those files mark their code blocks (GitHub shows them as ordinary code):
 - ```python blocks run, in order, sharing one namespace per file. A ```text block right after one is
@@ -35,7 +38,7 @@ import pytest
 import train
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "zh-TW").glob("*.md"))]
 QUOTE_SOURCE = re.compile(r"\(`([\w/.-]+\.py)`,\s+`([A-Za-z_][\w.]*)`\):\s*$")
 NAMED_CODE = re.compile(r"`([\w/.-]+\.py)`,\s+`(?![\w/.-]+\.(?:py|md|ipynb|toml|sh)`)([A-Za-z_][\w.]*)(?:\(\))?`")
 PATH = re.compile(r"`((?:[\w.-]+/)+[\w.-]+\.(?:py|md|ipynb|toml|png|sh))`")  # paths with a folder
@@ -285,7 +288,7 @@ def _sentences(lines: list[str]) -> list[tuple[int, str, str | None]]:
     def close() -> None:
         text = " ".join(paragraph)
         masked = INLINE.sub(lambda m: "`" + "x" * len(m.group(1)) + "`", text)  # no cut inside inline code
-        cuts = [m.end() for m in re.finditer(r"[.!?;]\s+(?=[A-Z(`])", masked)]
+        cuts = [m.end() for m in re.finditer(r"[.!?;]\s+(?=[A-Z(`])|[。！？；]", masked)]  # English, Chinese
         found.extend((start, text[a:b], None) for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True))
         paragraph.clear()
 
@@ -338,6 +341,14 @@ def test_inline_quote_rules() -> None:
     assert stale_inline_quotes([f"It keeps `self.saved` {named}."])  # a stale attribute
     assert stale_inline_quotes([f"| step | {named} |", "|---|---|", "| one | `y = other(x)` |"])  # a table
     assert not stale_inline_quotes([f"| step | {named} |", "|---|---|", "| one | `self.y = y` |"])
+    assert not stale_inline_quotes([f"前向保留 `self.y = y` {named}。這裡的 `y = other(x)` 不是引用。"])  # 。 ends it
+    assert stale_inline_quotes([f"前向執行 `y = other(x)` {named}。"])
+
+
+def test_readme_stays_under_12_kb() -> None:
+    """The README is the learner's first page; the rest has its own page in docs/, with a one-line pointer."""
+    size = (ROOT / "README.md").stat().st_size
+    assert size < 12 * 1024, f"README.md has {size} bytes, over 12 KB: move a section to docs/ and point to it"
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
