@@ -10,7 +10,10 @@ of them:
   since a translation reorders a sentence, and neither does the text around a number, so Chinese characters
   touching a digit change nothing. A link's target, `](../gpt2.md)`, is an address, not prose, and is left out.
   Numbers written as words (English "eight", Chinese 八) are not numbers here: a translation keeps digits as digits
-  and words as words, and full-width digits are not taken for ASCII ones.
+  and words as words, and full-width digits are not taken for ASCII ones;
+- the files named in inline code, section by section (`models/attention.py`, `docs/backward.md`): a file moved or
+  renamed in the English must be renamed in the translation too. A set this time: a translation may name a file
+  once where its source names it twice.
 docs/zh-TW/README.md translates part of README.md: the opening (up to the first `## `) and README_SECTIONS.
 """
 
@@ -30,6 +33,7 @@ README_SECTIONS = ("## Quick start", "## Reading order")
 NUMBER = re.compile(r"[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?%?")  # [0-9], not \d: \d takes full-width digits too
 HEADING = re.compile(r"(#{1,6})\s")
 LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
+FILE = re.compile(r"`([\w/.-]+\.(?:py|md|ipynb|toml|png|sh))`")
 
 
 def readme_sections(text: str) -> str:
@@ -95,13 +99,17 @@ def differences(english: str, chinese: str) -> list[str]:
         found.append(f"headings differ from heading {at + 1} on: English {en_headings[at:at + 1] or 'has no more'}, "
                      f"zh-TW {zh_headings[at:at + 1] or 'has no more'} ({len(en_headings)} against "
                      f"{len(zh_headings)} headings)")
-    else:  # the sections pair up: compare the numbers of each pair
+    else:  # the sections pair up: compare the numbers and the files of each pair
         for en, zh in zip(en_sections, zh_sections, strict=True):
+            where = f"section {en[0]!r}" if en and HEADING.match(en[0]) else "the opening"
             en_numbers, zh_numbers = numbers("\n".join(en)), numbers("\n".join(zh))
             if en_numbers != zh_numbers:
-                where = f"section {en[0]!r}" if en and HEADING.match(en[0]) else "the opening"
                 found.append(f"{where}: numbers only in English {sorted((en_numbers - zh_numbers).elements())}, "
                              f"only in zh-TW {sorted((zh_numbers - en_numbers).elements())}")
+            en_files, zh_files = set(FILE.findall("\n".join(en))), set(FILE.findall("\n".join(zh)))
+            if en_files != zh_files:
+                found.append(f"{where}: files named only in English {sorted(en_files - zh_files)}, "
+                             f"only in zh-TW {sorted(zh_files - en_files)}")
     for i, (en, zh) in enumerate(itertools.zip_longest(en_code, zh_code)):
         if en != zh:
             if en is None or zh is None:
@@ -142,8 +150,10 @@ def test_number_rules() -> None:
     assert numbers("98.65%") != numbers("98.65") and numbers("1.1, 8.2") == Counter(["1.1", "8.2"])
 
 
-ENGLISH = "# Title\n\nAbout 11.3 for d_k = 128.\n\n```python\nprint(1)\n```\n\n## Step 1\n\nWeights 10% and 70%.\n"
-CHINESE = "# 標題\n\nd_k = 128 時大約是 11.3。\n\n```python\nprint(1)\n```\n\n## 步驟 1\n\n權重 10% 和 70%。\n"
+ENGLISH = ("# Title\n\nAbout 11.3 for d_k = 128 (`tasks.py`).\n\n```python\nprint(1)\n```\n\n"
+           "## Step 1\n\nWeights 10% and 70%.\n")
+CHINESE = ("# 標題\n\nd_k = 128 時大約是 11.3（`tasks.py`）。\n\n```python\nprint(1)\n```\n\n"
+           "## 步驟 1\n\n權重 10% 和 70%。\n")
 
 
 def test_the_parity_check_on_a_small_pair() -> None:
@@ -160,6 +170,9 @@ def test_the_parity_check_on_a_small_pair() -> None:
     assert differences(ENGLISH + "\n## Step 2\n\nMore.\n", CHINESE) == [
         "headings differ from heading 3 on: English ['## Step 2'], zh-TW has no more (3 against 2 headings)"]
     assert differences(ENGLISH, CHINESE.replace("## 步驟 1", "### 步驟 1"))[0].startswith("headings differ")
+    assert differences(ENGLISH.replace("`tasks.py`", "`gptlab/tasks.py`"), CHINESE) == [
+        "section '# Title': files named only in English ['gptlab/tasks.py'], only in zh-TW ['tasks.py']"]
+    assert differences(ENGLISH, CHINESE.replace("（`tasks.py`）", "（`tasks.py`，`tasks.py`）")) == []  # a set
     assert differences(ENGLISH + "\n```text\n1\n```\n", CHINESE) == [
         "code block 2: only English has it (2 against 1 blocks)"]
 
