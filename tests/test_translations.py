@@ -1,6 +1,6 @@
 """Each page in docs/zh-TW/ follows its English source, so that the two languages cannot drift apart.
 
-A test cannot judge a translation, but it can see drift. A translation keeps three things of its source, and a
+A test cannot judge a translation, but it can see drift. A translation keeps four things of its source, and a
 change made on one side only (a new section, an edited code block, a new number from the trained model) shows in one
 of them:
 - the headings: how many, at which levels, in which order (their words are translated);
