@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 import minigrad as mg
-import run
+from gptlab import run
+from gptlab.tasks import Split
 from minigrad import nn
 from minigrad.optim import Optimizer, clip_grad_norm_, cosine_lr
 from models import IGNORE_INDEX
-from tasks import Split
 
 
 def get_batch(data: Split, rng: np.random.Generator, batch_size: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,23 +1,22 @@
 """Sample mode, as nanoGPT's sample.py: continue a prompt with the model trained in --out (`python train.py sample
---prompt "我 吃 蘋果"`, or `python sample.py`), or with a Hugging Face model (--init-from DIR), printing the new tokens
-as they come. A prompt longer than the block size is cropped to its last block_size tokens, as nanoGPT does.
+--prompt "我 吃 蘋果"`, or the root's `python sample.py`), or with a Hugging Face model (--init-from DIR), printing the
+new tokens as they come. A prompt longer than the block size is cropped to its last block_size tokens, as nanoGPT does.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import sys
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 import minigrad as mg
-from checkpoint import load_checkpoint, restore
+from gptlab.checkpoint import load_checkpoint, restore
+from gptlab.settings import CHECKPOINT, DTYPES, UsageError, load_pretrained, prompt_ids
+from gptlab.tasks import TextTask
+from gptlab.tokenizer import HFTokenizer
 from minigrad import backend
-from settings import CHECKPOINT, DTYPES, UsageError, load_pretrained, prompt_ids, run_cli
-from tasks import TextTask
-from tokenizer import HFTokenizer
 
 PRETRAINED_NEW_TOKENS = 64  # --max-new-tokens of a loaded model, unless given
 
@@ -118,6 +117,3 @@ def check_sampling(args: argparse.Namespace) -> None:
     if args.seed < 0:
         raise UsageError(f"--seed must be 0 or more, got {args.seed}")
 
-
-if __name__ == "__main__":
-    sys.exit(run_cli(sample_main, sys.argv[1:], "sample.py"))
