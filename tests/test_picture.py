@@ -111,3 +111,24 @@ def test_an_in_place_write_and_the_device_are_drawn(rand, device):
     on_device = " cuda" if device == "cuda" else ""
     assert nodes[f"t{id(x)}"].startswith(f"x\\n(3,) float64{on_device}")
     assert "grad [0., 2., 2.]" in nodes[f"t{id(x)}"]  # h[0] was overwritten: x[0]'s gradient is 0
+
+
+def test_inputs_cut_the_graph_where_it_starts_and_names_show_on_intermediate_tensors():
+    x = mg.tensor([1.0, 2.0], requires_grad=True)
+    a = x * 2.0
+    b = a.exp()
+    c = (b + a).sum()  # a used twice: by exp and by the sum
+    a.retain_grad()
+    c.backward()
+    source = mg.draw(c, params={"a": a, "b": b}, inputs=[a], title='from "a"\nto c').source
+    nodes, edges = nodes_and_edges(source)
+    assert f"t{id(x)}" not in nodes and f"n{id(a.grad_fn)}" not in nodes  # what computed a is left out
+    a_node = f"t{id(a.grad_fn)}"
+    assert nodes[a_node].startswith("a\\n(2,) float32\\ngrad norm ")  # an input: its name, shape and gradient
+    np.testing.assert_allclose(a.grad.numpy(), np.exp([2.0, 4.0]) + 1, rtol=1e-6)  # the sum of its two paths
+    users = sorted(dst for src, dst, _ in edges if src == a_node)  # two edges out of a
+    assert users == sorted([f"n{id(b.grad_fn)}", f"n{id(c.grad_fn.parents[0])}"])
+    assert nodes[f"t{id(b.grad_fn)}"].startswith("b\\n(2,) float32\\ngrad: not kept")
+    assert sorted(label for node, label in nodes.items() if node.startswith("n")) == \
+        ["Add", "Exp\\n(saved arrays freed by backward)", "Sum"]
+    assert "  graph [label=\"from 'a'\\nto c\" labelloc=\"t\"" in source  # quotes made safe, a line each
