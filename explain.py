@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -76,7 +76,7 @@ def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
     if args.target is not None and not (args.graph or args.html):
         raise UsageError("--target chooses what the gradients of --graph and --html are of; give one of them")
 
-    keep = run_files(args.out)  # what --png and --html may not replace: the run's files, and those read below
+    keep = run_files(args.out)  # what --png, --html and --graph may not replace: the run's files, and those read below
     if args.init_from:
         if args.prompt is None:
             raise UsageError("--init-from needs a --prompt to explain")
@@ -256,7 +256,7 @@ class LayerGraph:
     target: str  # the target token as the tables show it
     why_target: str
     tensors: dict[str, mg.Tensor]  # the layer's trace: q, k, v, scores, weights, out, each with its .grad
-    STEPS = ("step 1: scores = q @ kᵀ · 1/√d_k (MatMul of q and k's Permute, then Mul)\n"
+    STEPS: ClassVar[str] = ("step 1: scores = q @ kᵀ · 1/√d_k (MatMul of q and k's Permute, then Mul)\n"
              "step 2: the causal mask (Add: + 0, or + -inf after the query)\n"
              "step 3: weights = the softmax of each row\n"
              "step 4: the weighted sum weights @ v (MatMul); the heads merged side by side into out (Permute, Reshape)")

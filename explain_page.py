@@ -32,6 +32,7 @@ def page_data(steps: Any, graph: Any = None) -> dict[str, Any]:
 
 
 def check_finite(arrays: dict[str, np.ndarray]) -> None:
+    """JSON has no NaN or infinity: a page of them is refused, naming the array."""
     for name, a in arrays.items():
         if not np.isfinite(a).all():
             raise ValueError(f"the model's attention {name} {a.shape} has non-finite values; no page is written")
@@ -39,8 +40,8 @@ def check_finite(arrays: dict[str, np.ndarray]) -> None:
 
 def graph_data(graph: Any) -> dict[str, Any]:
     """A LayerGraph for the page: its nodes (the ops from q, k and v to out, and the trace's tensors by name), each
-    with its parents and its place (layout), and each tensor's values and gradient as (nh, T, n) lists: for head
-    h and position i, the row [h][i] (of out: head h's part of it)."""
+    with its parents, in the order of the forward pass (graph_svg lays them out), and each tensor's values and
+    gradient as (nh, T, n) lists: for head h and position i, the row [h][i] (of out: head h's part of it)."""
     t = graph.tensors
     inputs = {id(edge_of(t[name])) for name in ("q", "k", "v")}
     names = {id(edge_of(tensor)): name for name, tensor in t.items()}
