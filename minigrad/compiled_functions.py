@@ -98,10 +98,10 @@ class CompiledAttention(ScaledDotProductAttentionFunction):
 
     product = staticmethod(product)
 
-    def weights(self, qk, float_mask, hidden, scale):
-        if kernels.takes(qk) and not float_mask and (hidden is None or hidden.shape == qk.shape[-2:]):
-            return kernels.attention_weights(as_rows(qk), hidden, scale).reshape(qk.shape)
-        return super().weights(qk, float_mask, hidden, scale)
+    def weights(self, qk, float_mask, allowed, scale):
+        if kernels.takes(qk) and not float_mask and (allowed is None or allowed.shape == qk.shape[-2:]):
+            return kernels.attention_weights(as_rows(qk), allowed, scale).reshape(qk.shape)
+        return super().weights(qk, float_mask, allowed, scale)
 
     @staticmethod
     def softmax_backward(dp, p):
