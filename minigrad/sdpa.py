@@ -39,9 +39,9 @@ class ScaledDotProductAttentionFunction(Function):
         return self.product(p, v)
 
     def weights(self, qk, float_mask, allowed, scale):
-        """P = softmax(S) along the keys, S = Q K^T * scale + mask, -inf where not allowed (allowed: True = may attend); a row that sees no key is
-        all 0. Speed: in place here and below, S is computed in qk's memory (with a float mask, in the sum's), and
-        S - max, its exps and P in S's: one (..., L, S) array."""
+        """P = softmax(S) along the keys, S = Q K^T * scale + mask, -inf where not allowed (allowed: True = may
+        attend); a row that sees no key is all 0. Speed: in place here and below, S is computed in qk's memory (with
+        a float mask, in the sum's), and S - max, its exps and P in S's: one (..., L, S) array."""
         xp = backend.get_array_module(qk)
         s = xp.multiply(qk, scale, out=qk)  # S = Q K^T * scale (+ mask, -inf where not allowed)
         if float_mask:

@@ -39,8 +39,8 @@ class MultiHeadSelfAttention(nn.Module):
             out = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)  # (B, nh, T, hs)
         else:
             scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T)
-            future = torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), diagonal=1)
-            scores = scores.masked_fill(future, float("-inf"))
+            allowed = torch.tril(torch.ones(T, T, dtype=torch.bool, device=x.device))  # True: may attend
+            scores = scores.masked_fill(~allowed, float("-inf"))  # masked_fill's True = fill
             weights = F.softmax(scores, dim=-1)  # (B, nh, T, T)
             out = self.attn_dropout(weights) @ v  # (B, nh, T, hs)
         out = out.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
