@@ -1,5 +1,5 @@
 """The GPT and LLaMA-style model in PyTorch: the oracles the tests compare with and the GPT the benchmark times.
-from_minigrad(model) copies a minigrad model's weights in, under the same names; TorchLlama is written with PyTorch's
+from_minigrad(model) copies a minigrad model's parameters in, under the same names; TorchLlama is written with PyTorch's
 own pieces (nn.RMSNorm, complex rotations, SDPA with enable_gqa). Needs torch; models/__init__.py does not import it.
 """
 
@@ -51,7 +51,7 @@ class MLP(nn.Module):
     def __init__(self, C: int, dropout: float, bias: bool, gelu: str) -> None:
         super().__init__()
         self.fc = nn.Linear(C, 4 * C, bias)
-        self.proj = nn.Linear(4 * C, C, bias)
+        self.proj = nn.Linear(4 * C, C, bias)  # the down projection
         self.dropout = nn.Dropout(dropout)
         self.approximate = gelu  # F.gelu's: "tanh", GPT-2's GELU, or "none", the exact one (nanoGPT's nn.GELU())
 
@@ -175,7 +175,7 @@ class TorchLlama(nn.Module):
 
 def from_minigrad(model: Any, dtype: torch.dtype = torch.float64, device: str = "cpu", sdpa: bool = False
                   ) -> nn.Module:
-    """A TorchGPT or TorchLlama with `model`'s config, weights and training mode, in `dtype` on `device`; with
+    """A TorchGPT or TorchLlama with `model`'s config, parameters and training mode, in `dtype` on `device`; with
     `sdpa` the GPT's attention runs F.scaled_dot_product_attention, not the written-out steps (TorchLlama always)."""
     reference = TorchLlama if type(model).__name__ == "Llama" else TorchGPT
     ref = reference(model.config).to(dtype=dtype, device=device)  # convert first: loading copies into this dtype
