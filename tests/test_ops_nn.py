@@ -354,25 +354,34 @@ def test_the_allowed_keys_are_made_once_per_shape_and_cannot_be_written() -> Non
 
 @needs_torch
 @pytest.mark.parametrize("kind", ["boolean, True: may attend", "float, added to the scores"])
-def test_sdpa_takes_both_kinds_of_mask_as_torch_does(kind: str) -> None:
+@pytest.mark.parametrize("path", ["plain, float64", "compiled kernel, float32"])
+def test_sdpa_takes_both_kinds_of_mask_as_torch_does(kind: str, path: str) -> None:
     """One convention, PyTorch's: a boolean attn_mask is True where a query may attend, a float one is added to the
-    scores. The same mask gives torch's values and gradients, a query that sees no key included (its row is 0)."""
+    scores. The same mask gives torch's values and gradients, a query that sees no key included (its row is 0), on
+    the teaching code and on the compiled kernel (float32 on the CPU, under mg.compiled())."""
+    compiled = path.startswith("compiled")
+    if compiled:
+        pytest.importorskip("numba", reason="the compiled kernels need the extra minigrad[compiled]")
+    dtype, tol = (np.float32, dict(rtol=1e-5, atol=1e-6)) if compiled else (np.float64, TOL)
     rng = np.random.default_rng(12)
-    q, k, v = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 5, 4)), rng.standard_normal((2, 5, 6))
+    q, k, v = (rng.standard_normal(shape).astype(dtype) for shape in ((2, 3, 4), (2, 5, 4), (2, 5, 6)))
     allowed = rng.random((3, 5)) < 0.6
     allowed[1] = False  # query 1 sees no key
     mask = allowed if kind.startswith("boolean") else np.where(allowed, rng.standard_normal((3, 5)), -np.inf)
-    dout = rng.standard_normal((2, 3, 6))
+    mask = mask.astype(dtype, copy=False) if mask.dtype != bool else mask
+    dout = rng.standard_normal((2, 3, 6)).astype(dtype)
     ours = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]
     theirs = [_t(a, requires_grad=True) for a in (q, k, v)]
-    out = F.scaled_dot_product_attention(*ours, attn_mask=mask)
+    with mg.compiled(compiled):
+        out = F.scaled_dot_product_attention(*ours, attn_mask=mask)
+        out.backward(dout)
+    assert type(out.grad_fn).__name__ == ("CompiledAttention" if compiled else "ScaledDotProductAttentionFunction")
     expected = TF.scaled_dot_product_attention(*theirs, attn_mask=_t(mask))
-    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), **TOL)
-    np.testing.assert_array_equal(out.numpy()[:, 1], 0)
-    out.backward(dout)
     expected.backward(_t(dout))
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), **tol)
+    np.testing.assert_array_equal(out.numpy()[:, 1], 0)
     for m, t in zip(ours, theirs, strict=True):
-        np.testing.assert_allclose(grad(m), t.grad.numpy(), **TOL)
+        np.testing.assert_allclose(grad(m), t.grad.numpy(), **tol)
 
 
 def test_causal_mask_as_a_boolean_mask_is_is_causal(rand) -> None:
