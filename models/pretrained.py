@@ -208,7 +208,7 @@ def llama_config(hf: dict[str, Any], path: str) -> LlamaConfig:
 
 
 def gpt2_plan(config: GPTConfig) -> Plan:
-    """GPT-2's tensor names -> minigrad's. c_attn holds W_Q, W_K, W_V side by side; Conv1D weight matrices are (in, out)."""
+    """GPT-2's tensor names -> minigrad's. c_attn holds W_Q, W_K, W_V side by side; Conv1D matrices are (in, out)."""
     plan: Plan = {"wte.weight": (["wte.weight"], False), "wpe.weight": (["wpe.weight"], False)}
     for i in range(config.n_layer):
         h, b = f"h.{i}.", f"blocks.{i}."
