@@ -33,7 +33,7 @@ README_SECTIONS = ("## Quick start", "## Reading order")
 NUMBER = re.compile(r"[0-9]+(?:,[0-9]{3})*(?:\.[0-9]+)?%?")  # [0-9], not \d: \d takes full-width digits too
 HEADING = re.compile(r"(#{1,6})\s")
 LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
-FILE = re.compile(r"`([\w/.-]+\.(?:py|md|ipynb|toml|png|sh))`")
+FILE = re.compile(r"`([\w/.-]+\.(?:py|md|ipynb|toml|png|sh))(?:`|:\s)")  # `path.py` or `path.py: Name`
 
 
 def readme_sections(text: str) -> str:
@@ -172,7 +172,8 @@ def test_the_parity_check_on_a_small_pair() -> None:
     assert differences(ENGLISH, CHINESE.replace("## 步驟 1", "### 步驟 1"))[0].startswith("headings differ")
     assert differences(ENGLISH.replace("`tasks.py`", "`gptlab/tasks.py`"), CHINESE) == [
         "section '# Title': files named only in English ['gptlab/tasks.py'], only in zh-TW ['tasks.py']"]
-    assert differences(ENGLISH, CHINESE.replace("（`tasks.py`）", "（`tasks.py`，`tasks.py`）")) == []  # a set
+    twice = CHINESE.replace("（`tasks.py`）", "（`tasks.py`，`tasks.py: make_task`）")
+    assert differences(ENGLISH, twice) == []  # a set, and `path.py: Name` names path.py
     assert differences(ENGLISH + "\n```text\n1\n```\n", CHINESE) == [
         "code block 2: only English has it (2 against 1 blocks)"]
 
