@@ -142,6 +142,12 @@ def test_every_translated_page_has_its_english_source() -> None:
             "in README_SECTIONS, and translate them")
 
 
+def test_the_readme_links_every_translation_in_its_first_lines() -> None:
+    first_lines = "\n".join((ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:5])
+    for page in PAGES:
+        assert f"]({page.relative_to(ROOT).as_posix()})" in first_lines, f"README.md's first lines do not link {page}"
+
+
 def test_number_rules() -> None:
     assert numbers("位置 6（我）的分數 6.801，比位置 1 的 6.422 高；e^7.1 ≈ 1,212 倍，權重 99.2%") == Counter(
         ["6", "6.801", "1", "6.422", "7.1", "1,212", "99.2%"])
