@@ -163,8 +163,8 @@ def formula_of(node: core.Function) -> Callable[..., Sequence[Any]]:
         if formula is not None:
             return formula
     raise NotImplementedError(f"{node.op}: create_graph=True needs a backward written in tensor ops, and "
-                              f"{type(node).__name__} has only its backward on arrays (docs/backward.md, 'Backward "
-                              "is a graph too')")
+                              f"{type(node).__name__} has only its backward on arrays; register one with "
+                              "minigrad.second_order.formula (docs/backward.md, 'Backward is a graph too')")
 
 
 def tensor_list(op: str, what: str, value: Any) -> list[core.Tensor]:

@@ -111,8 +111,10 @@ def gradgradcheck(fn: Callable[..., Tensor], *inputs: Any, eps: float = 1e-6, at
     d(input), computed with create_graph=True. Its last report is v's (what the gradient's formula does with dout);
     an input the gradient does not reach counts as a zero gradient."""
     checked = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+    if not checked:
+        raise ValueError("gradgradcheck: no input is a tensor with requires_grad=True")
     with no_grad():
-        shape, device = fn(*inputs).shape, next(inputs[i] for i in checked).device if checked else "cpu"
+        shape, device = fn(*inputs).shape, inputs[checked[0]].device
     v = Tensor(np.random.default_rng(seed + 1).standard_normal(shape), requires_grad=True, device=device)
 
     def gradients(*args: Any) -> Tensor:

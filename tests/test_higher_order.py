@@ -345,6 +345,35 @@ def test_a_function_of_your_own_is_refused_with_a_reason() -> None:
         mg.autograd.grad(Square.apply(x).sum(), x, create_graph=True)
 
 
+def test_gradgradcheck_catches_a_wrong_second_formula() -> None:
+    """A formula that treats x as a constant gives the right gradient, so gradcheck passes, but the wrong second
+    derivative: gradgradcheck names it."""
+    from minigrad.second_order import formula, saved_input
+
+    class Cube(mg.Function):
+        def forward(self, x):
+            self.x = x
+            return x**3
+
+        def backward(self, dout):
+            return (3 * self.x**2 * dout,)
+
+    @formula(Cube)
+    def cube_graph(node, dout):
+        return (dout * 3 * saved_input(node, 0, node.x).detach() ** 2,)  # wrong: x cut off from the graph
+
+    x = mg.tensor(np.array([0.5, -1.5, 2.0]), requires_grad=True)
+    assert mg.gradcheck(Cube.apply, x)
+    with pytest.raises(mg.GradcheckError, match="input 0"):
+        mg.gradgradcheck(Cube.apply, x)
+
+    @formula(Cube)
+    def cube_graph_right(node, dout):
+        return (dout * 3 * saved_input(node, 0, node.x) ** 2,)
+
+    assert mg.gradgradcheck(Cube.apply, x)
+
+
 def test_compiled_runs_the_same_formulas() -> None:
     """Under mg.compiled() the compiled Functions' nodes take their teaching Function's formula: the same gradients
     and second derivatives as without it (float32, where the kernels run)."""
