@@ -679,7 +679,8 @@ def soft_cross_entropy_graph(node, dout):
     log_probs = made_node(LogSoftmaxFunction, (node.parents[0],), node.log_probs.reshape(node.logits_shape),
                           y=node.log_probs.reshape(node.logits_shape))
     log_probs = Reshape.apply(log_probs, shape=(n, v))
-    target = saved_input(node, 1, ((node.q - eps / v) / (1 - eps)).reshape(node.logits_shape))  # q undone
+    undone = node.q if eps in (0, 1) else (node.q - eps / v) / (1 - eps)  # the target's values (eps = 1: none count)
+    target = saved_input(node, 1, undone.reshape(node.logits_shape))
     q = Reshape.apply(target, shape=(n, v)) * (1 - eps) + eps / v
     w = row_weights(dout, node.reduction, node.n, n)
     need_logits, need_target = node.needs_input_grad

@@ -331,6 +331,23 @@ def test_non_differentiable_ops_as_pytorch() -> None:
         np.testing.assert_allclose(a, b, rtol=1e-12)
 
 
+def test_grad_outputs_in_the_graph_give_a_jacobian_vector_product() -> None:
+    """The double-backward trick: g = J^T v with v requiring grad is linear in v, and its gradient along u is J u."""
+    torch = pytest.importorskip("torch")
+
+    def run(m, as_tensor):
+        x = as_tensor(np.array([0.3, -1.2, 2.0]))
+        x.requires_grad_()
+        y = (as_tensor(np.arange(6.0).reshape(2, 3) / 5) @ x).tanh()
+        v = as_tensor(np.zeros(2))
+        v.requires_grad_()
+        g, = m.autograd.grad(y, x, v, create_graph=True)  # J^T v
+        jvp, = m.autograd.grad(g, v, as_tensor(np.array([1.0, -2.0, 0.5])))  # J u
+        return jvp.detach().numpy()
+
+    np.testing.assert_allclose(run(mg, mg.tensor), run(torch, torch.tensor), rtol=1e-12)
+
+
 def test_a_function_of_your_own_is_refused_with_a_reason() -> None:
     class Square(mg.Function):
         def forward(self, x):
