@@ -362,7 +362,6 @@ class Sweep:
             leaf.grad.array += dout
 
 
-
 def checked_grads(node: Function, dxs: Any) -> list[Any]:
     """What a node's backward returned, checked: one gradient per input (arrays; tensors under create_graph=True),
     each of its input's shape and dtype."""
