@@ -2,7 +2,17 @@
 Start at core.py (Tensor, Function, backward), then the op modules; docs/layout.md maps every module.
 """
 
-from minigrad import autograd, backends, cuda, functional, lr_scheduler, nn, optim, utils
+from minigrad import (
+    autograd,
+    backends,
+    cuda,
+    functional,
+    lr_scheduler,
+    nn,
+    optim,
+    second_order,  # noqa: F401  (registers the formulas create_graph=True runs)
+    utils,
+)
 from minigrad.activations import log_softmax, softmax
 from minigrad.backend import Generator, cuda_available, device, manual_seed
 from minigrad.creation import (
@@ -52,7 +62,7 @@ from minigrad.elementwise import (
     tanh,
     where,
 )
-from minigrad.finite_differences import GradcheckError, gradcheck
+from minigrad.finite_differences import GradcheckError, gradcheck, gradgradcheck
 from minigrad.matmul import matmul
 from minigrad.picture import draw
 from minigrad.reductions import (
@@ -101,8 +111,9 @@ from minigrad.tensor import Function, Tensor, enable_grad, is_grad_enabled, no_g
 
 __all__ = [
     "Function", "GradcheckError", "Tensor", "autograd", "bool_", "compiled", "cuda_available", "draw", "enable_grad",
-    "float32", "float64", "functional", "fused", "gradcheck", "int64", "is_compiled_enabled", "is_fused_enabled",
-    "is_grad_enabled", "load", "lr_scheduler", "manual_seed", "nn", "no_grad", "optim", "save", "set_grad_enabled",
+    "float32", "float64", "functional", "fused", "gradcheck", "gradgradcheck", "int64", "is_compiled_enabled",
+    "is_fused_enabled", "is_grad_enabled", "load", "lr_scheduler", "manual_seed", "nn", "no_grad", "optim", "save",
+    "set_grad_enabled",
     # PyTorch's namespace around the engine: dtype names, devices, torch.cuda, torch.backends, inference_mode
     "bfloat16", "double", "float", "float16", "half", "int", "int32", "long", "device", "cuda", "backends",
     "inference_mode", "utils",

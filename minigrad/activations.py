@@ -105,6 +105,7 @@ class SlopeFunction(Function):
     def forward(self, x):
         slope = bool(self.needs_input_grad)  # under no_grad (sampling) nothing needs dy/dx
         y, self.slope = in_blocks(self.block, x, slope=slope)
+        self.x = x if slope else None  # not for backward: for its graph under create_graph=True (second_order.py)
         return y
 
     def backward(self, dout):

@@ -43,6 +43,7 @@ class CompiledSlope(SlopeFunction):
         if not kernels.takes(x):
             return super().forward(x)
         y, self.slope = getattr(kernels, self.kernel)(x, slope=bool(self.needs_input_grad))
+        self.x = x if self.needs_input_grad else None  # for create_graph=True, as SlopeFunction's
         return y
 
     def backward(self, dout):
