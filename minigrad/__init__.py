@@ -26,6 +26,7 @@ from minigrad.creation import (
     zeros_like,
 )
 from minigrad.dtypes import bfloat16, bool_, float16, float32, float64, int32, int64
+from minigrad.dtypes import bool_ as bool  # torch.bool
 from minigrad.dtypes import float16 as half
 from minigrad.dtypes import float32 as float  # PyTorch's dtype names, as torch.float
 from minigrad.dtypes import float64 as double
@@ -118,7 +119,7 @@ __all__ = [
     "inference_mode", "utils",
     # PyTorch's legacy tensor types (legacy.py), torch.amp, torch.compile (optimized.py), torch.distributed
     "BoolTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor", "amp", "autocast", "compile",
-    "distributed",
+    "distributed", "bool",
     # random and indexing functions (creation.py, reductions.py, shapes.py; Generator in backend.py)
     "Generator", "linspace", "multinomial", "randint", "randperm", "roll", "topk",
     # creation (creation.py)

@@ -28,7 +28,8 @@ def type_name(dtype: np.dtype, device: str) -> str:
 
 def legacy_array(name: str, dtype: np.dtype, args: tuple[Any, ...], device: str | None) -> Any:
     """What torch.Tensor(*args) holds: one sequence or array is data (a copy, as `dtype`), ints are a size (zeros:
-    PyTorch leaves the memory uninitialised, here it is zero-filled); a tensor is handled by the caller."""
+    PyTorch leaves the memory uninitialised, here it is zero-filled), none an empty tensor; a tensor is handled by the
+    caller."""
     if len(args) == 1 and not isinstance(args[0], int):
         data = args[0]
         if isinstance(data, (float, complex, np.generic)):
@@ -37,7 +38,7 @@ def legacy_array(name: str, dtype: np.dtype, args: tuple[Any, ...], device: str 
         if isinstance(data, (str, bytes)) or data is None:
             raise TypeError(f"{name}(): invalid data type {type(data).__name__!r}")
         return as_array(data, dtype, device, name, copy=True)
-    sizes = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+    sizes = args or (0,)  # Tensor(): an empty tensor, as PyTorch's
     if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) for s in sizes):
         raise TypeError(f"{name}(): expected data (a list or an array) or sizes (ints), got "
                         f"({', '.join(type(a).__name__ for a in args)})")
