@@ -161,8 +161,8 @@ class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, c
                 device, dtype = target.device, target.dtype
             elif isinstance(target, str) and target.partition(":")[0] in backend.DEVICES:
                 device = target
-            else:
-                dtype = target
+            else:  # a dtype; None by position is refused, as a dtype argument is everywhere here
+                dtype = number_dtype("to", target)
         out = self if device is None else self._to_device(backend.device(device).type)
         out = out if dtype is None else out._to_dtype(dtype)
         return elementwise.clone(out) if copy and out is self else out

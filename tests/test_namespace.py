@@ -218,3 +218,18 @@ def test_a_state_dict_of_an_earlier_minigrad_without_the_tied_key_loads_with_a_w
     np.testing.assert_array_equal(other.lm_head.weight.numpy(), old["wte.weight"])
     with pytest.raises(ValueError, match="missing keys"):  # a key with no tied twin in the file is still missing
         nn.Linear(3, 5).load_state_dict({"weight": old["wte.weight"]})
+
+
+def test_the_legacy_constructor_type_strings_load_and_unsqueeze_on_each_device(device, tmp_path):
+    x = mg.Tensor(2, 3, device=device)
+    assert x.device == device and x.device.type == device and x.dtype == mg.float32 and not x.numpy().any()
+    assert mg.Tensor([1, 2], device=device).device == device
+    cuda = ".cuda" if device == "cuda" else ""
+    assert x.type() == f"torch{cuda}.FloatTensor" and x.type(mg.long).type() == f"torch{cuda}.LongTensor"
+    assert x.is_cuda is (device == "cuda") and x.cpu().device == "cpu"
+    assert mg.ones(2).type(f"torch{cuda}.DoubleTensor").device == device
+    y = mg.tensor([1.0, 2.0], device=device)
+    assert y.unsqueeze_(1).shape == (2, 1) and y.device == device and y._version == 1
+    mg.save({"w": mg.ones(2, device=device)}, tmp_path / "w.npz")
+    loaded = mg.load(tmp_path / "w.npz", map_location=device)["w"]
+    assert mg.backend.device_of(loaded) == device and loaded.tolist() == [1.0, 1.0]
