@@ -96,6 +96,10 @@ class Custom(versions.Function):
     # -- the ctx's methods, as PyTorch's --
     def save_for_backward(self, *tensors: core.Tensor | None) -> None:
         """Keep tensors for backward (ctx.saved_tensors): their arrays, version-checked and freed as a node's are."""
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, core.Tensor):
+                raise TypeError(f"save_for_backward: argument {i} is not a tensor or None (got {type(t).__name__} "
+                                f"{t!r:.40}); keep other values as attributes of ctx (ctx.k = k)")
         self.saved = tuple(None if t is None else t.array for t in tensors)
 
     @property

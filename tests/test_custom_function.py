@@ -187,3 +187,19 @@ def test_mark_dirty_is_refused_once_differentiable_passes_and_minigrads_own_prot
     x = mg.tensor([3.0], requires_grad=True)
     Square.apply(x).backward(mg.tensor([1.0]))
     assert x.grad.tolist() == [6.0] and not Square.torch_style and mg.Function is not mg.autograd.Function
+
+
+def test_save_for_backward_takes_tensors_only_as_pytorchs():
+    for lib in (mg, torch):
+        class SaveNumber(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(3)
+                return x * 1
+
+            @staticmethod
+            def backward(ctx, dy):
+                return dy
+
+        with pytest.raises(TypeError, match="save_for_backward"):
+            SaveNumber.apply(lib.ones(1, requires_grad=True))
