@@ -67,6 +67,11 @@ def test_the_tutorials_legendre_polynomial_trains_to_pytorchs_loss():
     assert abs(mine - theirs) <= 1e-4 * theirs and mine < 40  # from 210 at the start, as there
 
 
+def test_the_node_is_named_as_pytorchs_grad_fn():
+    names = [type(legendre_class(lib).apply(lib.ones(2, requires_grad=True)).grad_fn).__name__ for lib in (mg, torch)]
+    assert names[0] == names[1] == "LegendrePolynomial3Backward"
+
+
 def test_gradcheck_works_on_a_pytorch_style_function():
     P3 = legendre_class(mg).apply
     x = mg.tensor(np.random.default_rng(0).standard_normal((2, 3)), dtype=mg.float64, requires_grad=True)
