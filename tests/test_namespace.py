@@ -30,6 +30,9 @@ def test_nn_is_a_package_with_functional_init_utils_and_parallel_and_the_old_pat
     assert clip_grad_norm_ is mg.optim.clip_grad_norm_ and mg.nn.utils.clip_grad_value_ is mg.optim.clip_grad_value_
     assert DistributedDataParallel is mg.nn.parallel.DistributedDataParallel
     assert importlib.import_module("minigrad.optim.lr_scheduler") is mg.lr_scheduler is mg.optim.lr_scheduler
+    from minigrad.utils.data.dataloader import DataLoader  # makemore's and minGPT's import
+    from torch.utils.data.dataloader import DataLoader as TorchDataLoader
+    assert DataLoader is mg.utils.data.DataLoader and TorchDataLoader is torch.utils.data.DataLoader
     w = [mg.tensor([[1.0, 2.0], [3.0, 4.0]]), mg.tensor([5.0])]
     tw = [torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([5.0])]
     np.testing.assert_array_equal(parameters_to_vector(w).numpy(), torch.nn.utils.parameters_to_vector(tw).numpy())
