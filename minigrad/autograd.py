@@ -1,8 +1,8 @@
 """torch.autograd around the core: the sweep that x.backward() and grad() run (core.Sweep with hooks, chosen
 inputs, version checks and sums that reuse memory), grad() (gradients of chosen inputs, returned without touching
 any .grad), backward(inputs=...), create_graph=True (GraphBackward: the same sweep, whose gradients are tensors of a
-graph, with the formulas of minigrad/second_order.py), and torch.autograd's other names (Function, the grad-mode
-switches, graph_order).
+graph, with the formulas of minigrad/second_order.py), and torch.autograd's other names (Function, which also takes
+PyTorch's protocol: minigrad/custom_function.py; the grad-mode switches, graph_order).
 """
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from minigrad import backend, core
+from minigrad import backend, core, versions
 from minigrad.core import FREED, checked_grads, graph_order
+from minigrad.custom_function import Function, once_differentiable
 from minigrad.hooks import hooks_of, run_hooks
 from minigrad.switches import enable_grad, no_grad, set_grad_enabled
-from minigrad.versions import Function
 
 __all__ = ["Backward", "Function", "GraphBackward", "enable_grad", "grad", "graph_order", "no_grad",
-           "set_grad_enabled"]
+           "once_differentiable", "set_grad_enabled"]
 
 # A Function class -> its backward in tensor ops, formula(node, dout) -> one gradient per input, which
 # create_graph=True runs instead of node.backward; minigrad/second_order.py fills it (docs/backward.md)
@@ -89,7 +89,7 @@ class Backward(core.Sweep):
         return dout.copy()
 
     def input_grads(self, node: core.Function, dout: Any) -> Sequence[Any]:
-        if isinstance(node, Function):  # an array it kept (or an index tensor) written in place since? refused
+        if isinstance(node, versions.Function):  # an array it kept (or an index tensor) written in place since? refused
             node.check_versions()
         dxs = super().input_grads(node, dout)
         # the arrays made for one input alone: not dout, nor a view, nor handed to another input too (or its view)
@@ -146,7 +146,7 @@ class GraphBackward(Backward):
         return dout  # a tensor of the graph: nothing adds into it
 
     def input_grads(self, node: core.Function, dout: Any) -> Sequence[Any]:
-        if isinstance(node, Function):
+        if isinstance(node, versions.Function):
             node.check_versions()
         return checked_grads(node, formula_of(node)(node, dout))
 

@@ -115,7 +115,7 @@ def gradgradcheck(fn: Callable[..., Tensor], *inputs: Any, eps: float = 1e-6, at
         raise ValueError("gradgradcheck: no input is a tensor with requires_grad=True")
     with no_grad():
         shape, device = fn(*inputs).shape, inputs[checked[0]].device
-    v = Tensor(np.random.default_rng(seed + 1).standard_normal(shape), requires_grad=True, device=device)
+    v = Tensor.leaf(np.random.default_rng(seed + 1).standard_normal(shape), requires_grad=True, device=device)
 
     def gradients(*args: Any) -> Tensor:
         *xs, upstream = args

@@ -31,6 +31,7 @@ from minigrad.activations import (
 )
 from minigrad.arrays import unbroadcast
 from minigrad.autograd import FORMULAS
+from minigrad.custom_function import Custom
 from minigrad.elementwise import (
     Abs,
     Add,
@@ -727,3 +728,16 @@ def bce_with_logits_graph(node, dout):
         softplus = (-x).relu() + ((-x.abs()).exp() + 1).log()  # softplus(-x), finite for any x
         dt = u * ((p - 1) * softplus - x)
     return dx, dt
+
+
+@formula(Custom)
+def custom_function_graph(node, dout):
+    """A PyTorch-style Function (minigrad/custom_function.py): its own backward, run on tensors of the graph, with
+    the inputs and the output it saved back in the graph (saved_input, saved_output), as PyTorch's double backward."""
+    if node.n_outputs is not None and "output" in node.saved_as:
+        raise NotImplementedError(f"create_graph=True: {node.fn.__name__} saved one of its several outputs, which "
+                                  "cannot be brought back into the graph here; save its inputs instead")
+    saved = [None if a is None else saved_input(node, where, a) if isinstance(where, int)
+             else saved_output(node, a) if where == "output" else Tensor.wrap(a)
+             for a, where in zip(node.saved, node.saved_as, strict=True)]
+    return tuple(node.run_backward(list(dout) if node.n_outputs is not None else [dout], saved, in_graph=True))
