@@ -250,27 +250,36 @@ def assert_same_values_and_gradients(fused, composed, inputs, twins) -> None:
 
 
 @pytest.mark.parametrize("T, T_k", [(4, 4), (1, 6), (3, 7)])
-def test_sdpa_causal_is_the_kv_cache_mask(rand, T, T_k) -> None:
-    """is_causal: the T queries are the last T of T_k positions, as the GPT's KV cache generation needs."""
+def test_sdpa_with_causal_mask_is_the_kv_cache_mask(rand, T, T_k) -> None:
+    """attn_mask=F.causal_mask(T, T_k): the T queries are the last T of T_k positions, as a KV cache needs."""
     q, k, v = rand(2, 3, T, 4), rand(2, 3, T_k, 4), rand(2, 3, T_k, 5)
     qt, kt, vt = twins = twins_of((q, k, v))
-    fused = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    composed = composed_weights(qt, kt, F.causal_mask(T, T_k, dtype=q.dtype, device=q.device)) @ vt
+    mask = F.causal_mask(T, T_k, dtype=q.dtype, device=q.device)
+    fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    composed = composed_weights(qt, kt, mask) @ vt
     assert_same_values_and_gradients(fused, composed, (q, k, v), twins)
 
 
 @needs_torch
-def test_sdpa_is_causal_differs_from_torch_only_by_alignment() -> None:
-    """PyTorch's is_causal aligns query 0 with key 0; ours aligns the last query with the last key,
-    which PyTorch spells attn_mask=causal_lower_right(L, S)."""
-    from torch.nn.attention.bias import causal_lower_right
-
+@pytest.mark.parametrize("L, S", [(3, 5), (5, 3), (4, 4), (1, 6)])
+def test_sdpa_is_causal_aligns_top_left_as_torch(L, S) -> None:
+    """is_causal: query i sees keys 0..i, as PyTorch's (the KV cache's bottom-right mask is F.causal_mask(L, S));
+    values and gradients compared in float64."""
     rng = np.random.default_rng(6)
-    q, k, v = rng.standard_normal((1, 2, 3, 4)), rng.standard_normal((1, 2, 5, 4)), rng.standard_normal((1, 2, 5, 4))
-    ours = F.scaled_dot_product_attention(mg.tensor(q), mg.tensor(k), mg.tensor(v), is_causal=True).numpy()
-    lower_right = TF.scaled_dot_product_attention(_t(q), _t(k), _t(v), attn_mask=causal_lower_right(3, 5))
-    np.testing.assert_allclose(ours, lower_right.numpy(), **TOL)
-    assert not np.allclose(ours, TF.scaled_dot_product_attention(_t(q), _t(k), _t(v), is_causal=True).numpy())
+    arrays = rng.standard_normal((1, 2, L, 4)), rng.standard_normal((1, 2, S, 4)), rng.standard_normal((1, 2, S, 3))
+    ours = [mg.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [_t(a, requires_grad=True) for a in arrays]
+    out = F.scaled_dot_product_attention(*ours, is_causal=True)
+    expected = TF.scaled_dot_product_attention(*theirs, is_causal=True)
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), **TOL)
+    dout = rng.standard_normal(out.shape)
+    out.backward(dout)
+    expected.backward(_t(dout))
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), **TOL)
+    if L < S:  # the bottom-right mask answers differently
+        kv_cache = F.scaled_dot_product_attention(*ours, attn_mask=F.causal_mask(L, S, dtype=mg.float64))
+        assert not np.allclose(kv_cache.numpy(), out.numpy())
 
 
 def test_sdpa_is_one_node_and_keeps_float32(rand) -> None:
@@ -326,10 +335,12 @@ def test_a_query_that_sees_no_key_gets_zeros_from_sdpa_and_nan_written_out_as_in
 
 
 def test_sdpa_with_the_projects_causal_mask_is_causal_attention(rand) -> None:
-    """F.causal_mask is additive (0 / -inf), so as attn_mask it hides the future, exactly as is_causal does."""
+    """F.causal_mask is additive (0 / -inf), so as attn_mask it hides the future, exactly as is_causal does for as
+    many queries as keys; with fewer queries, they are the last ones (a KV cache's)."""
     q, k, v = rand(2, 3, 4, 4), rand(2, 3, 6, 4), rand(2, 3, 6, 5)
+    square = F.scaled_dot_product_attention(k, k, v, attn_mask=F.causal_mask(6, dtype=q.dtype, device=q.device))
+    np.testing.assert_array_equal(square.numpy(), F.scaled_dot_product_attention(k, k, v, is_causal=True).numpy())
     with_mask = F.scaled_dot_product_attention(q, k, v, attn_mask=F.causal_mask(4, 6, dtype=q.dtype, device=q.device))
-    np.testing.assert_array_equal(with_mask.numpy(), F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy())
     changed = v.numpy().copy()
     changed[..., -1, :] += 1  # the last key's value: in the future of every query but the last
     moved = F.scaled_dot_product_attention(q, k, mg.tensor(changed, device=q.device),
@@ -380,7 +391,6 @@ def test_sdpa_refuses_bad_arguments(rand, kwargs, error, message) -> None:
     (((2, 3, 4), (2, 5, 3), (2, 5, 6)), "query (2, 3, 4), key (2, 5, 3), value (2, 5, 6) do not fit"),
     (((2, 3, 4), (2, 5, 4), (2, 4, 6)), "query (2, 3, 4), key (2, 5, 4), value (2, 4, 6) do not fit"),
     (((2, 3, 4), (3, 5, 4), (2, 5, 6)), "batch axes of query (2, 3, 4), key (3, 5, 4) and value (2, 5, 6)"),
-    (((2, 6, 4), (2, 5, 4), (2, 5, 6)), "is_causal with 6 queries and only 5 keys"),
 ])
 def test_sdpa_refuses_shapes_that_do_not_fit(rand, shapes, message) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):

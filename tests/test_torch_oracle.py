@@ -200,12 +200,6 @@ def _torch_chunk_broadcast(x):
     return a * b + c
 
 
-def _torch_causal_end_aligned(q, k, v):
-    """minigrad's is_causal aligns the queries to the last keys (PyTorch's own aligns to the first)."""
-    L, S = q.shape[-2], k.shape[-2]
-    return TF.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(L, S, dtype=torch.bool).tril(S - L))
-
-
 def _torch_cross_entropy(x, targets, **options):
     """PyTorch wants the classes on axis 1: flatten (B, T, V) to (B*T, V) and unflatten "none"'s result."""
     loss = TF.cross_entropy(x.reshape(-1, x.shape[-1]), targets.reshape(-1, *targets.shape[x.ndim - 1:]), **options)
@@ -242,7 +236,7 @@ TORCH.update({
     "rms_norm no weight": lambda x: TF.rms_norm(x, (5,)),
     "sdpa": TF.scaled_dot_product_attention,
     "sdpa causal": lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
-    "sdpa causal T_q < T_k": _torch_causal_end_aligned,
+    "sdpa causal T_q < T_k": lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
     "sdpa bool mask broadcast batch": lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, _t(_SEES)),
     "sdpa float mask and scale": lambda q, k, v, m: TF.scaled_dot_product_attention(q, k, v, m, scale=0.3),
     "cross_entropy sum": lambda x: _torch_cross_entropy(x, _t(_TARGETS), reduction="sum"),
