@@ -95,9 +95,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     attn_mask: boolean, True where a query may attend, or float, added to the scores (F.causal_mask is one); a query
     that may attend to no key gets zeros (F.softmax of the steps written out gives NaN there, as in PyTorch: see
     docs/backward.md, which derives the backward). is_causal: query i sees keys 0..i, the mask aligned top left as
-    PyTorch's (a key/value cache, whose L queries are the last L of S positions, passes F.causal_mask(L, S)). scale: 1 / sqrt(E) by default. enable_gqa: grouped-query
-    attention, heads on axis -3: key and value have Hkv heads, each serving Hq / Hkv consecutive query heads (as
-    torch's, LLaMA 2 and 3's)."""
+    PyTorch's (a key/value cache, whose L queries are the last L of S positions, passes F.causal_mask(L, S)).
+    scale: 1 / sqrt(E) by default. enable_gqa: grouped-query attention, heads on axis -3: key and value have Hkv
+    heads, each serving Hq / Hkv consecutive query heads (as torch's, LLaMA 2 and 3's)."""
     op = "scaled_dot_product_attention"
     check_float(op, query)
     if not isinstance(enable_gqa, bool):
