@@ -2,8 +2,11 @@
 Start at core.py (Tensor, Function, backward), then the op modules; docs/layout.md maps every module.
 """
 
-from minigrad import autograd, backends, cuda, functional, lr_scheduler, nn, optim, utils
+import sys as _sys
+
+from minigrad import amp, autograd, backends, cuda, distributed, functional, lr_scheduler, nn, optim, utils
 from minigrad.activations import log_softmax, softmax
+from minigrad.amp import autocast
 from minigrad.backend import Generator, cuda_available, device, manual_seed
 from minigrad.creation import (
     arange,
@@ -23,6 +26,7 @@ from minigrad.creation import (
     zeros_like,
 )
 from minigrad.dtypes import bfloat16, bool_, float16, float32, float64, int32, int64
+from minigrad.dtypes import bool_ as bool  # torch.bool
 from minigrad.dtypes import float16 as half
 from minigrad.dtypes import float32 as float  # PyTorch's dtype names, as torch.float
 from minigrad.dtypes import float64 as double
@@ -53,7 +57,9 @@ from minigrad.elementwise import (
     where,
 )
 from minigrad.finite_differences import GradcheckError, gradcheck
+from minigrad.legacy import BoolTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor
 from minigrad.matmul import matmul
+from minigrad.optimized import compile
 from minigrad.picture import draw
 from minigrad.reductions import (
     all,
@@ -99,6 +105,11 @@ from minigrad.speed import compiled, fused, is_compiled_enabled, is_fused_enable
 from minigrad.switches import inference_mode
 from minigrad.tensor import Function, Tensor, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 
+# torch.optim.lr_scheduler: the schedulers, minigrad/lr_scheduler.py (which builds on optim.py), under that name too;
+# one module under two names, as minigrad.nn.functional is minigrad.functional
+optim.lr_scheduler = lr_scheduler
+_sys.modules["minigrad.optim.lr_scheduler"] = lr_scheduler
+
 __all__ = [
     "Function", "GradcheckError", "Tensor", "autograd", "bool_", "compiled", "cuda_available", "draw", "enable_grad",
     "float32", "float64", "functional", "fused", "gradcheck", "int64", "is_compiled_enabled", "is_fused_enabled",
@@ -106,6 +117,9 @@ __all__ = [
     # PyTorch's namespace around the engine: dtype names, devices, torch.cuda, torch.backends, inference_mode
     "bfloat16", "double", "float", "float16", "half", "int", "int32", "long", "device", "cuda", "backends",
     "inference_mode", "utils",
+    # PyTorch's legacy tensor types (legacy.py), torch.amp, torch.compile (optimized.py), torch.distributed
+    "BoolTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor", "amp", "autocast", "compile",
+    "distributed", "bool",
     # random and indexing functions (creation.py, reductions.py, shapes.py; Generator in backend.py)
     "Generator", "linspace", "multinomial", "randint", "randperm", "roll", "topk",
     # creation (creation.py)

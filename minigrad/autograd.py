@@ -1,6 +1,7 @@
 """torch.autograd around the core: the sweep that x.backward() and grad() run (core.Sweep with hooks, chosen
 inputs, version checks and sums that reuse memory), grad() (gradients of chosen inputs, returned without touching
-any .grad), backward(inputs=...), and torch.autograd's other names (Function, the grad-mode switches, graph_order).
+any .grad), backward(inputs=...), and torch.autograd's other names (Function, which also takes PyTorch's protocol:
+minigrad/custom_function.py; the grad-mode switches, graph_order).
 """
 
 from __future__ import annotations
@@ -8,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from minigrad import backend, core
+from minigrad import backend, core, versions
 from minigrad.core import FREED, graph_order
+from minigrad.custom_function import Function, once_differentiable
 from minigrad.hooks import hooks_of, run_hooks
 from minigrad.switches import enable_grad, no_grad, set_grad_enabled
-from minigrad.versions import Function
 
-__all__ = ["Backward", "Function", "enable_grad", "grad", "graph_order", "no_grad", "set_grad_enabled"]
+__all__ = ["Backward", "Function", "enable_grad", "grad", "graph_order", "no_grad", "once_differentiable",
+           "set_grad_enabled"]
 
 
 class Backward(core.Sweep):
@@ -77,7 +79,7 @@ class Backward(core.Sweep):
         return dout
 
     def input_grads(self, node: core.Function, dout: Any) -> Sequence[Any]:
-        if isinstance(node, Function):  # an array it kept (or an index tensor) written in place since? refused
+        if isinstance(node, versions.Function):  # an array it kept (or an index tensor) written in place since? refused
             node.check_versions()
         dxs = super().input_grads(node, dout)
         # the arrays made for one input alone: not dout, nor a view, nor handed to another input too (or its view)

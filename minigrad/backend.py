@@ -93,8 +93,11 @@ def is_array(value: Any) -> bool:
 ARRAY_TYPES = frozenset((np.ndarray,) if cupy is None else (np.ndarray, cupy.ndarray))  # exact types, as arrays are
 
 
-def device_of(array: Array) -> str:
-    return "cuda" if get_array_module(array) is not np else "cpu"
+CPU, CUDA = device("cpu"), device("cuda")  # what x.device gives: a device, so that x.device.type works
+
+
+def device_of(array: Array) -> device:
+    return CUDA if get_array_module(array) is not np else CPU
 
 
 def module_for(device: str):

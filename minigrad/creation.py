@@ -20,7 +20,7 @@ from minigrad.tensor import Tensor
 def tensor(data: Any, requires_grad: bool = False, dtype: DType | None = None, device: str = "cpu") -> Tensor:
     """A new leaf tensor holding a copy of a list, scalar, array or tensor, as torch.tensor: writing into the source
     later changes nothing here. Python floats become float32."""
-    return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
+    return Tensor.leaf(data, requires_grad=requires_grad, dtype=dtype, device=device)
 
 
 def as_tensor(data: Any, dtype: DType | None = None, device: str | None = None) -> Tensor:
@@ -29,7 +29,7 @@ def as_tensor(data: Any, dtype: DType | None = None, device: str | None = None) 
     if isinstance(data, Tensor) and (dtype is None or number_dtype("as_tensor", dtype) == data.dtype) \
             and (device is None or device == data.device):
         return data
-    return Tensor(data, dtype=dtype, device=device, copy=False)
+    return Tensor.leaf(data, dtype=dtype, device=device, copy=False)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -37,7 +37,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     shows in the other. Writes through the array are not counted in the tensor's version."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
-    return Tensor(array, copy=False)
+    return Tensor.leaf(array, copy=False)
 
 
 def zeros(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:

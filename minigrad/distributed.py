@@ -142,3 +142,25 @@ def init(device: str = "cpu") -> World:
         return World(comm, ranks_on_node=node.Get_size())
     uid = comm.bcast(nccl.get_unique_id() if comm.Get_rank() == 0 else None, root=0)  # 128 bytes, once
     return World(comm, nccl.NcclCommunicator(comm.Get_size(), uid, comm.Get_rank()), node.Get_size())
+
+
+# ---- torch.distributed's names, for programs that import them (nanoGPT's train.py does, unconditionally) ----
+
+ALTERNATIVE = ("minigrad's data parallelism runs over MPI instead: mpiexec -n 4 python train.py --dist mpi, or "
+               "world = mg.distributed.init() in a program of your own (docs/data-parallel.md)")
+
+
+def init_process_group(backend: str | None = None, *args: Any, **kwargs: Any) -> None:
+    """Refused in one line: torch.distributed's process groups (torchrun, NCCL, Gloo) are not run here."""
+    raise RuntimeError(f"init_process_group: torch.distributed's process groups are not supported; {ALTERNATIVE}")
+
+
+def destroy_process_group(group: Any = None) -> None:
+    """As PyTorch's without init_process_group: there is no default group to destroy."""
+    raise ValueError("destroy_process_group: the default process group has not been initialized (minigrad has no "
+                     "process groups: init_process_group is refused)")
+
+
+def is_initialized() -> bool:
+    """False: no torch.distributed process group is ever made here."""
+    return False

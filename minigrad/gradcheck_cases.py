@@ -31,7 +31,7 @@ class Case:
     def inputs(self, device: str = "cpu", seed: int = 0) -> list[Tensor]:
         rng = np.random.default_rng(seed)
         draw = (lambda s: rng.uniform(0.5, 2.0, s)) if self.positive else rng.standard_normal
-        return [Tensor(draw(s), requires_grad=True, device=device) for s in self.shapes]
+        return [Tensor.leaf(draw(s), requires_grad=True, device=device) for s in self.shapes]
 
 
 def _seeded_dropout(x: Tensor) -> Tensor:

@@ -265,7 +265,8 @@ def _float_target(op: str, input: Tensor, target: Any) -> Tensor:
         raise TypeError(f"{op}: input must be a tensor, got {type(input).__name__}")
     check_float(op, input)
     if not (isinstance(target, Tensor) and target.dtype.kind == "f"):
-        target = Tensor(target.array if isinstance(target, Tensor) else target, dtype=input.dtype, device=input.device)
+        target = Tensor.leaf(target.array if isinstance(target, Tensor) else target, dtype=input.dtype,
+                             device=input.device)
     if target.shape != input.shape:
         raise ValueError(f"{op}: target of shape {target.shape} for input of shape {input.shape}; they must be "
                          "the same")
@@ -328,7 +329,8 @@ def _constant(op: str, name: str, value: Any, input: Tensor) -> Any:
     if isinstance(value, Tensor) and value.requires_grad:
         raise ValueError(f"{op}: {name} requires grad, but the loss is not differentiable in it (as in PyTorch); "
                          f"pass {name}.detach()")
-    array = Tensor(value.array if isinstance(value, Tensor) else value, dtype=input.dtype, device=input.device).array
+    array = Tensor.leaf(value.array if isinstance(value, Tensor) else value, dtype=input.dtype,
+                        device=input.device).array
     if not broadcasts_to(array.shape, input.shape):
         raise ValueError(f"{op}: {name} of shape {array.shape} does not broadcast to the input's shape {input.shape}")
     return array

@@ -140,18 +140,34 @@ def _check_json(value: Any, where: str) -> None:
                         "(None, bool, int, float, str, list, dict)")
 
 
-def load(path: str | os.PathLike) -> dict[str, Any]:
-    """Read a file written by save(): the same nested dicts, with NumPy arrays as leaves.
+def load(path: str | os.PathLike, map_location: str | None = None, weights_only: bool | None = None) -> dict[str, Any]:
+    """Read a file written by save(): the same nested dicts, with NumPy arrays as leaves (CuPy arrays with
+    map_location="cuda"), as torch.load(path, map_location=..., weights_only=...). The file records no device, so
+    map_location is where the arrays go: None, "cpu", "cuda" or an mg.device; a dict or a function (which remap
+    the devices PyTorch's files record) is refused. weights_only: any value reads the same way, without pickle, which
+    is what weights_only=True asks of PyTorch.
 
     Anything else, damaged or crafted, is a ValueError saying the file is not a readable checkpoint.
     """
+    if map_location is not None and not (isinstance(map_location, str)
+                                         and map_location.partition(":")[0] in backend.DEVICES):
+        raise TypeError(f"load: map_location {map_location!r:.60} is not supported: a minigrad file records no devices "
+                        "to remap; pass 'cpu' or 'cuda' (or an mg.device), or None for the host")
+    device = None if map_location is None else backend.check_device(backend.device(map_location).type)
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"load: no checkpoint at {path}")
     try:
-        return _read(path)
+        tree = _read(path)
     except Exception as err:  # whatever zipfile, NumPy or json raise on a damaged or crafted file
         raise ValueError(f"load: {path} is not a readable minigrad checkpoint ({type(err).__name__}: {err})") from None
+    return tree if device in (None, "cpu") else _moved(tree, device)
+
+
+def _moved(tree: dict[Any, Any], device: str) -> dict[Any, Any]:
+    """The tree with every array on `device`."""
+    return {k: _moved(v, device) if isinstance(v, dict) else backend.to_device(v, device) if backend.is_array(v)
+            else v for k, v in tree.items()}
 
 
 def _read(path: str) -> dict[str, Any]:

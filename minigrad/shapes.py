@@ -606,7 +606,7 @@ def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Ten
 def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
     """Integer class indices of any shape as int64 rows with a 1 at each index, (*tensor.shape, num_classes),
     as torch.nn.functional.one_hot; num_classes=-1: the largest index + 1. No gradient: integers."""
-    indices = tensor if isinstance(tensor, Tensor) else Tensor(tensor)
+    indices = tensor if isinstance(tensor, Tensor) else Tensor.leaf(tensor)
     if indices.dtype.kind not in "iu":
         raise TypeError(f"one_hot: class indices must be integers, got dtype {indices.dtype}")
     if num_classes == -1:

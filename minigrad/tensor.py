@@ -17,8 +17,9 @@ from minigrad import backend, core
 from minigrad.arrays import as_axis
 from minigrad.autograd import BackwardTensor, grad
 from minigrad.core import as_writable, graph_order, is_grad_enabled, modes
-from minigrad.dtypes import DType, number_dtype, number_kind
-from minigrad.hooks import HookedTensor, RemovableHandle
+from minigrad.dtypes import DType, UnsupportedDType, number_dtype, number_kind
+from minigrad.hooks import HookedTensor, RemovableHandle, move_retained
+from minigrad.legacy import TYPES, LegacyConstructor, TensorType, type_name
 from minigrad.promotion import operands
 from minigrad.switches import enable_grad, intercept, no_grad, set_grad_enabled
 from minigrad.versions import Function, VersionedTensor, increment_version, saves_index
@@ -29,9 +30,12 @@ __all__ = [
 ]
 
 
-class Tensor(BackwardTensor, HookedTensor, VersionedTensor, core.Tensor):
+class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, core.Tensor):
     """An n-dimensional array that can record the operations applied to it for backward(): minigrad/core.py's
     Tensor, with backward(inputs=...), hooks and version counters from the layers, and PyTorch's methods below.
+
+    Tensor(data) and Tensor(2, 3) are PyTorch's legacy constructor (float32: minigrad/legacy.py); mg.tensor(data)
+    and Tensor.leaf(data) make a leaf as torch.tensor does.
 
     Its version counts the in-place writes into its memory (in-place ops, x[idx] = v, optimizer steps); views of it
     (x[0], x.reshape(...), x.T, x.detach()) share its memory and so its counter. A node that saved the array for
@@ -67,6 +71,12 @@ class Tensor(BackwardTensor, HookedTensor, VersionedTensor, core.Tensor):
 
     def dim(self) -> int:
         return self.array.ndim
+
+    nelement = numel  # PyTorch's other name for it
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device == "cuda"
 
     def __repr__(self) -> str:
         grad = ", requires_grad=True" if self.requires_grad else ""
@@ -139,19 +149,56 @@ class Tensor(BackwardTensor, HookedTensor, VersionedTensor, core.Tensor):
         array = self.array if dtype is None else self.array.astype(dtype, copy=False)
         return array.copy() if copy else array
 
-    def to(self, target: str | DType) -> Tensor:
-        """A copy on another device ("cpu", "cuda": a new leaf) or of another dtype; `self` if nothing changes.
+    def to(self, *args: Any, device: str | None = None, dtype: DType | None = None, non_blocking: bool = False,
+           copy: bool = False) -> Tensor:
+        """A copy on another device ("cpu", "cuda": a new leaf) and/or of another dtype; `self` if nothing changes
+        (copy=True: a copy all the same). As PyTorch's: x.to("cuda"), x.to(mg.float64), x.to("cuda", mg.float64),
+        x.to(device=..., dtype=...), x.to(other) (other's device and dtype); non_blocking changes nothing here.
         A float-to-float conversion is an op that gradients flow back through; an integer or bool result is
         a plain tensor."""
-        if isinstance(target, str) and target in backend.DEVICES:
-            data = backend.to_device(self.array, target)
-            return self if data is self.array else Tensor.wrap(data, False).requires_grad_(self.requires_grad)
+        for target in args:
+            if isinstance(target, core.Tensor):
+                device, dtype = target.device, target.dtype
+            elif isinstance(target, str) and target.partition(":")[0] in backend.DEVICES:
+                device = target
+            else:
+                dtype = target
+        out = self if device is None else self._to_device(backend.device(device).type)
+        out = out if dtype is None else out._to_dtype(dtype)
+        return elementwise.clone(out) if copy and out is self else out
+
+    def _to_device(self, device: str) -> Tensor:
+        data = backend.to_device(self.array, device)
+        return self if data is self.array else Tensor.wrap(data, False).requires_grad_(self.requires_grad)
+
+    def _to_dtype(self, target: DType) -> Tensor:
         dtype = number_dtype("to", target)
         if dtype == self.dtype:
             return self
         if dtype.kind != "f":
             return Tensor.wrap(self.array.astype(dtype), False)
         return elementwise.cast(self, dtype)
+
+    def cpu(self) -> Tensor:
+        """self.to("cpu"): this tensor itself where it is already there, as PyTorch's."""
+        return self.to("cpu")
+
+    def type(self, dtype: Any = None, non_blocking: bool = False) -> str | Tensor:
+        """Without an argument, the type's name as PyTorch writes it ('torch.FloatTensor', 'torch.cuda.LongTensor');
+        with a dtype (mg.long), a type (mg.LongTensor) or a type's name, self.to(it) (self where nothing changes)."""
+        if dtype is None:
+            return type_name(self.dtype, self.device)
+        if isinstance(dtype, str):
+            cpu_name = dtype.replace("torch.cuda.", "torch.")
+            if cpu_name not in TYPES:
+                raise ValueError(f"type: invalid type {dtype!r}; expected a dtype (mg.long) or one of {sorted(TYPES)}")
+            device = "cuda" if dtype.startswith("torch.cuda.") else "cpu"
+            return self.to(device).to(TYPES[cpu_name].dtype)
+        if isinstance(dtype, TensorType):
+            return self.to("cpu").to(dtype.dtype)
+        if not isinstance(dtype, (np.dtype, UnsupportedDType)):  # np.dtype(int) would be int64; PyTorch refuses
+            raise ValueError(f"type: invalid type {dtype!r}; expected a dtype (mg.long) or a type (mg.LongTensor)")
+        return self.to(dtype)
 
     def clone(self) -> Tensor:
         """A copy in new memory, in the graph (dx = dout), as PyTorch's clone."""
@@ -190,6 +237,22 @@ class Tensor(BackwardTensor, HookedTensor, VersionedTensor, core.Tensor):
     def zero_(self) -> Tensor: return self._write("zero_", elementwise.filled, 0)
     def copy_(self, src: Any) -> Tensor: return self._write("copy_", shapes.copied, src)
     def __setitem__(self, index: Any, value: Any) -> None: self._write("setitem", shapes.setitem, index, value)
+
+    def unsqueeze_(self, dim: int) -> Tensor:
+        """In place, as PyTorch's: this tensor takes the shape unsqueeze(dim) gives, in the same memory, and, where a
+        gradient is recorded, the result's place in the graph; counted as a write (its version goes up)."""
+        if core.modes.grad and self.requires_grad and self.grad_fn is None:
+            raise RuntimeError(f"unsqueeze_: a leaf tensor that requires grad (shape {self.shape}) is being used in an "
+                               "in-place operation; use x.unsqueeze(dim), or change it under mg.no_grad()")
+        out = shapes.unsqueeze(self, dim)
+        if out.requires_grad:
+            move_retained(self._grad_fn, out._grad_fn, self)
+        self.array, self._grad_fn = out.array, out._grad_fn
+        self._version_counter[0] += 1
+        if self._view is not None:  # a view of a base: now cut from it one step further, as of this version
+            self._view = out._view
+            self._view.version = self._version_counter[0]
+        return self
     __iadd__, __isub__, __imul__, __itruediv__, __ipow__ = add_, sub_, mul_, div_, pow_
     clip_ = clamp_
 

@@ -166,7 +166,7 @@ class VersionedTensor:
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: DType | None = None,
                  device: str | None = None, *, copy: bool = True) -> None:
-        """Tensor(t, copy=False) shares t's array, and then its version too (as torch.as_tensor)."""
+        """Tensor.leaf(t, copy=False) shares t's array, and then its version too (as torch.as_tensor)."""
         super().__init__(data, requires_grad, dtype, device, copy=copy)
         if isinstance(data, core.Tensor) and self.array is data.array:
             self._counter = data._version_counter

@@ -1,23 +1,32 @@
 """Layers: Module, Parameter, Linear, Embedding, LayerNorm, RMSNorm, Dropout, GELU, ReLU, Tanh, Sigmoid, LogSoftmax,
 Flatten, ModuleList, ModuleDict, Sequential, and the loss layers. A Module registers the Parameters, buffers and
 Modules assigned to it, so named_parameters() gives dotted names (blocks.0.attn.q_proj.weight) that state_dict()
-follows, and prints as PyTorch's module tree. Each layer's init is PyTorch's (nn.init).
+follows, and prints as PyTorch's module tree. Each layer's init is PyTorch's (nn.init). A package, as torch.nn:
+nn.functional and nn.init are minigrad.functional and minigrad.init themselves; nn.utils and nn.parallel are here.
 """
 
 from __future__ import annotations
 
 import math
+import sys
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
-from minigrad import backend, init
+from minigrad import backend, functional, init
 from minigrad import functional as F
 from minigrad.arrays import as_array, padding_index
 from minigrad.dtypes import DType
 from minigrad.losses import REDUCTIONS, reduction_error
+from minigrad.nn import parallel, utils  # noqa: F401  (torch.nn.parallel, torch.nn.utils)
 from minigrad.tensor import RemovableHandle, Tensor, no_grad
+
+# `import minigrad.nn.functional as F` and `import minigrad.nn.init` give the modules that minigrad.functional and
+# minigrad.init are (one module under two names, as os.path is posixpath), so both import paths keep working
+sys.modules[__name__ + ".functional"] = functional
+sys.modules[__name__ + ".init"] = init
 
 
 class Parameter(Tensor):
@@ -25,7 +34,7 @@ class Parameter(Tensor):
     or tensor it is made from (Parameter(W.T) is a view of W), and requires grad unless told not to."""
 
     def __init__(self, data: Any, requires_grad: bool = True) -> None:
-        super().__init__(data, requires_grad=requires_grad, copy=False)
+        self.init_leaf(data, requires_grad, copy=False)
 
 
 def empty(shape: tuple[int, ...], dtype: DType = np.float32, device: str = "cpu") -> Parameter:
@@ -150,16 +159,17 @@ class Module:
         """(dotted name, parameter) pairs, each parameter once even if shared."""
         return self._walk(prefix, lambda m: m._parameters.items())
 
-    def _walk(self, prefix: str, own: Callable[[Module], Iterable[tuple[str, Any]]]) -> Iterator[tuple[str, Any]]:
+    def _walk(self, prefix: str, own: Callable[[Module], Iterable[tuple[str, Any]]],
+              remove_duplicate: bool = True) -> Iterator[tuple[str, Any]]:
         """(dotted name, tensor) for the tensors own(module) gives of this module, then of each child's, depth
-        first, each tensor once even if shared. One set to None (model.bias = None) is left out: not trained, saved
-        or moved."""
+        first, each tensor once even if shared (remove_duplicate=False: under each of its names, as state_dict()
+        lists a tied weight). One set to None (model.bias = None) is left out: not trained, saved or moved."""
         seen: set[int] = set()
         todo = [(prefix, self)]
         while todo:
             name, m = todo.pop()
             for key, t in own(m):
-                if t is not None and id(t) not in seen:
+                if t is not None and (id(t) not in seen or not remove_duplicate):
                     seen.add(id(t))
                     yield name + key, t
             todo.extend(reversed([(f"{name}{k}.", child) for k, child in m._modules.items()]))
@@ -277,17 +287,20 @@ class Module:
     # -- saving and loading --
     def state_dict(self) -> dict[str, Any]:
         """Parameter and persistent buffer arrays by dotted name (the arrays themselves, not copies), each module's
-        parameters then its buffers, as PyTorch orders them."""
+        parameters then its buffers, as PyTorch orders them; a tensor shared by two modules (a head tied to the token
+        embedding) is listed under each of its names, as there."""
         return {name: t.array for name, t in self._saved_tensors()}
 
     def _saved_tensors(self) -> Iterator[tuple[str, Tensor]]:
         return self._walk("", lambda m: [*m._parameters.items(), *((k, b) for k, b in m._buffers.items()
-                                                                     if k not in m._non_persistent_buffers)])
+                                                                     if k not in m._non_persistent_buffers)],
+                          remove_duplicate=False)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Copy `state` into the parameters and persistent buffers (converted to their dtype), after checking every
         key, shape and dtype: on any mismatch a ValueError names the keys at fault and the model is left untouched."""
         own = dict(self._saved_tensors())
+        state = _with_tied_keys(type(self).__name__, own, state)
         missing = sorted(own.keys() - state.keys())
         unexpected = sorted(state.keys() - own.keys())
         wrong_values, wrong_shapes = [], []
@@ -308,6 +321,27 @@ class Module:
         with no_grad():  # into the parameters' own memory, as PyTorch's copy_: their views and versions see it
             for name, p in own.items():
                 p.copy_(Tensor.wrap(as_array(state[name], p.dtype, p.device, "load_state_dict")))
+
+
+def _with_tied_keys(where: str, own: dict[str, Tensor], state: dict[str, Any]) -> dict[str, Any]:
+    """`state` with the keys it lacks of a tied tensor (one tensor under several names) filled in from a key of the
+    same tensor that it has: a state_dict saved by an earlier minigrad listed a tied weight once (nanoGPT's
+    lm_head.weight was left out), and loads with a DeprecationWarning."""
+    names: dict[int, list[str]] = {}
+    for name, t in own.items():
+        names.setdefault(id(t), []).append(name)
+    filled = {}
+    for group in names.values():
+        present = [n for n in group if n in state]
+        for name in group:
+            if present and name not in state:
+                filled[name] = state[present[0]]
+    if not filled:
+        return state
+    warnings.warn(f"load_state_dict({where}): {sorted(filled)} missing, filled from the tied key of the same tensor "
+                  "(an earlier minigrad's state_dict listed a tied weight once); save it again to write every "
+                  "key, as PyTorch's state_dict does", DeprecationWarning, stacklevel=3)
+    return {**state, **filled}
 
 
 def _indent(text: str) -> str:

@@ -1,0 +1,123 @@
+"""PyTorch's custom Function protocol, an adapter around minigrad's own (docs/backward.md, "PyTorch's protocol"): a
+subclass of mg.autograd.Function whose forward is a @staticmethod forward(ctx, *args) on tensors, with
+backward(ctx, *grads), runs as one node of minigrad's protocol, Custom, which is also its ctx. A subclass written in
+minigrad's protocol (forward(self, *arrays) on arrays) runs as mg.Function does.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from minigrad import backend, core, versions
+from minigrad.switches import no_grad
+
+__all__ = ["Custom", "Function", "once_differentiable"]
+
+
+class Function(versions.Function):
+    """mg.autograd.Function: minigrad's Function (mg.Function), which also takes PyTorch's protocol: where a subclass's
+    forward is a staticmethod, Cls.apply(*args) calls Cls.forward(ctx, *args) on the tensors themselves (outside the
+    graph, as there) and records one Custom node, whose backward calls Cls.backward(ctx, *grads)."""
+
+    torch_style = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.torch_style = isinstance(inspect.getattr_static(cls, "forward"), staticmethod)
+
+    @classmethod
+    def apply(cls, *args: Any, **options: Any) -> Any:
+        if not cls.torch_style:
+            return super().apply(*args, **options)
+        if options:
+            raise TypeError(f"{cls.__name__}.apply takes its arguments by position, as PyTorch's: got keyword "
+                            f"arguments {sorted(options)}")
+        results = Custom.apply(*[a for a in args if isinstance(a, core.Tensor)], fn=cls, args=args)
+        several = isinstance(results, tuple)
+        for r in results if several else (results,):  # marked non-differentiable, or not floats: outside the graph
+            node = r._grad_fn.parents[0] if several and r._grad_fn is not None else r._grad_fn
+            if node is not None and (id(r.array) in node.non_differentiable or r.dtype.kind != "f"):
+                r._grad_fn, r._requires_grad = None, False
+        return results
+
+
+class Custom(versions.Function):
+    """The node of one call of a PyTorch-style Function `fn`, and its ctx: save_for_backward, saved_tensors,
+    needs_input_grad (one per argument of forward, False for a non-tensor), mark_non_differentiable,
+    set_materialize_grads. forward(ctx, *args) ran on the tensors; backward(ctx, *grads) gets one gradient per
+    output (zeros where none reached it, unless set_materialize_grads(False)) and returns one per argument (None for
+    a non-tensor), or a single tensor for a single argument."""
+
+    non_differentiable: frozenset[int] = frozenset()  # ids of the output arrays marked so
+    materialize_grads = True
+    saved: tuple[Any, ...] = ()
+
+    def forward(self, *arrays: Any, fn: type[Function], args: tuple[Any, ...]) -> Any:
+        self.fn, self.op = fn, fn.op
+        self.is_tensor = tuple(isinstance(a, core.Tensor) for a in args)
+        self.needs_input_grad = tuple(core.modes.grad and isinstance(a, core.Tensor) and a.requires_grad
+                                      for a in args)
+        with no_grad():  # as PyTorch's: the ops inside forward are not recorded
+            out = fn.forward(self, *args)
+        outs = out if isinstance(out, tuple) else (out,)
+        if not outs or not all(isinstance(o, core.Tensor) for o in outs):
+            raise TypeError(f"{fn.__name__}.forward must return a tensor or a tuple of tensors, got "
+                            f"{type(out).__name__}")
+        self.outputs = tuple((o.shape, o.dtype) for o in outs)
+        return tuple(o.array for o in outs) if isinstance(out, tuple) else out.array
+
+    def backward(self, dout: Any) -> tuple[Any, ...]:
+        douts = list(dout) if self.n_outputs is not None else [dout]
+        if self.materialize_grads:
+            xp = backend.get_array_module(next(d for d in douts if d is not None))
+            douts = [xp.zeros(shape, dtype) if d is None else d
+                     for d, (shape, dtype) in zip(douts, self.outputs, strict=True)]
+        grads = self.fn.backward(self, *[None if d is None else core.TENSOR.wrap(d) for d in douts])
+        grads = grads if isinstance(grads, tuple) else (grads,)  # a single tensor: the one argument's gradient
+        name = self.fn.__name__
+        if len(grads) != len(self.is_tensor):
+            raise RuntimeError(f"{name}.backward returned {len(grads)} gradients for {len(self.is_tensor)} arguments "
+                               "of forward; return one per argument (None for a non-tensor)")
+        dxs = []
+        for i, (g, is_tensor) in enumerate(zip(grads, self.is_tensor, strict=True)):
+            if not is_tensor:
+                if g is not None:
+                    raise RuntimeError(f"{name}.backward returned a gradient for argument {i} of forward, which is "
+                                       "not a tensor; return None there")
+            elif g is not None and not isinstance(g, core.Tensor):
+                raise TypeError(f"{name}.backward returned a {type(g).__name__} for argument {i}; return a tensor "
+                                "or None")
+            else:
+                dxs.append(None if g is None else g.array)
+        return tuple(dxs)
+
+    # -- the ctx's methods, as PyTorch's --
+    def save_for_backward(self, *tensors: core.Tensor | None) -> None:
+        """Keep tensors for backward (ctx.saved_tensors): their arrays, version-checked and freed as a node's are."""
+        self.saved = tuple(None if t is None else t.array for t in tensors)
+
+    @property
+    def saved_tensors(self) -> tuple[core.Tensor | None, ...]:
+        if self.freed:
+            raise RuntimeError(core.FREED)
+        return tuple(None if a is None else core.TENSOR.wrap(a) for a in self.saved)
+
+    def mark_non_differentiable(self, *outputs: core.Tensor) -> None:
+        """These outputs do not require grad; backward gets zeros for them."""
+        self.non_differentiable = frozenset(id(t.array) for t in outputs)
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """False: backward gets None, not zeros, for an output that no gradient reached."""
+        self.materialize_grads = bool(value)
+
+    def mark_dirty(self, *tensors: core.Tensor) -> None:
+        raise NotImplementedError("mark_dirty: a custom Function that writes into its inputs is not supported here; "
+                                  "return a new tensor (compute on x.clone())")
+
+
+def once_differentiable(backward: Callable[..., Any]) -> Callable[..., Any]:
+    """PyTorch's decorator for a backward that cannot itself be differentiated: the backward itself, as every backward
+    here runs outside the graph (gradients of gradients are not supported)."""
+    return backward
