@@ -581,7 +581,7 @@ if __name__ == '__main__':
     parser.add_argument('--resume', action='store_true', help="when this flag is used, we will resume optimization")
     parser.add_argument('--sample-only', action='store_true', help="just sample from the model and quit")
     parser.add_argument('--num-workers', '-n', type=int, default=0, help="number of data workers")
-    parser.add_argument('--max-steps', type=int, default=100, help="max number of optimization steps to run for")
+    parser.add_argument('--max-steps', type=int, default=60, help="max number of optimization steps to run for")
     parser.add_argument('--device', type=str, default='cpu', help="device to use for compute")
     parser.add_argument('--seed', type=int, default=3407, help="seed")
     # sampling
@@ -689,7 +689,7 @@ if __name__ == '__main__':
                 best_loss = test_loss
 
         # sample from the model
-        if step > 0 and step % 100 == 0:
+        if step > 0 and step % 50 == 0:
             print_samples(num=5)
 
         step += 1
