@@ -15,7 +15,7 @@ tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard libr
 
 def test_only_the_minigrad_package_and_each_of_its_subpackages_is_installed() -> None:
     config = tomllib.loads((REPO / "pyproject.toml").read_text())
-    subpackages = sorted(".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "minigrad").rglob("*/__init__.py"))
+    subpackages = sorted(".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "minigrad").glob("*/__init__.py"))
     assert config["tool"]["setuptools"]["packages"] == ["minigrad", *subpackages]
     assert "minigrad.utils" in subpackages  # minigrad.utils.data, torch.utils.data's names
 
