@@ -1,7 +1,7 @@
 """Train the minigrad GPT (or its LLaMA-style sibling) on a toy next-token task or your own text, then show what its
 attention does:
 `python train.py` (--help for the flags; `python train.py explain`, `python train.py sample`). This file is the
-training loop, in the order nanoGPT's reads; run.py is everything around it.
+training loop, in the order nanoGPT's reads; gptlab/run.py is everything around it.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 import minigrad as mg
-import run
+from gptlab import run
+from gptlab.tasks import Split
 from minigrad import nn
 from minigrad.optim import Optimizer, clip_grad_norm_, cosine_lr
 from models import IGNORE_INDEX
-from tasks import Split
 
 
 def get_batch(data: Split, rng: np.random.Generator, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -93,7 +93,7 @@ def train(r: run.Run) -> int:
         x, y = get_batch(r.data, r.data_rng, s["batch_size"] * s["grad_accum"])
         if r.world.size == 1:
             loss, stopping = train_step(model, opt, x, y, s["grad_clip"], s["batch_size"]), r.stop.requested
-        else:  # data parallel: this rank's rows, the gradients and the loss combined across the ranks (run.py)
+        else:  # data parallel: this rank's rows, the gradients and the loss combined across the ranks (gptlab/run.py)
             loss, stopping = r.data_parallel_step(train_step, x, y)
         step += 1
         train_time += time.perf_counter() - start

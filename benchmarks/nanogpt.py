@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.bench import write_atomically
+from gptlab.tasks import make_task, split
 from models import IGNORE_INDEX
-from tasks import make_task, split
 from train import batch_arrays
 
 ROOT = Path(__file__).resolve().parents[1]

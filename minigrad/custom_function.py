@@ -1,8 +1,8 @@
 """PyTorch's custom Function protocol, an adapter around minigrad's own (docs/backward.md, "PyTorch's protocol"): a
 subclass of mg.autograd.Function whose forward is a @staticmethod forward(ctx, *args) on tensors, with
-backward(ctx, *grads), runs as one node of minigrad's protocol, Custom, which is also its ctx. A subclass written in
-minigrad's protocol (forward(self, *arrays) on arrays) runs as mg.Function does.
-"""
+backward(ctx, *grads), runs as one node of minigrad's protocol, which is also its ctx: a subclass of Custom named as
+PyTorch names the grad_fn (LegendrePolynomial3Backward). A subclass in minigrad's protocol (forward(self, *arrays)
+on arrays) runs as mg.Function does."""
 
 from __future__ import annotations
 
@@ -22,10 +22,13 @@ class Function(versions.Function):
     graph, as there) and records one Custom node, whose backward calls Cls.backward(ctx, *grads)."""
 
     torch_style = False
+    node: type[Custom]  # with PyTorch's protocol: the class of its nodes, named as PyTorch names its grad_fn
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.torch_style = isinstance(inspect.getattr_static(cls, "forward"), staticmethod)
+        if cls.torch_style:  # LegendrePolynomial3 -> LegendrePolynomial3Backward, its op "legendrepolynomial3backward"
+            cls.node = type(f"{cls.__name__}Backward", (Custom,), {"fn": cls, "__module__": cls.__module__})
 
     @classmethod
     def apply(cls, *args: Any, **options: Any) -> Any:
@@ -34,7 +37,7 @@ class Function(versions.Function):
         if options:
             raise TypeError(f"{cls.__name__}.apply takes its arguments by position, as PyTorch's: got keyword "
                             f"arguments {sorted(options)}")
-        results = Custom.apply(*[a for a in args if isinstance(a, core.Tensor)], fn=cls, args=args)
+        results = cls.node.apply(*[a for a in args if isinstance(a, core.Tensor)], args=args)
         several = isinstance(results, tuple)
         for r in results if several else (results,):  # marked non-differentiable, or not floats: outside the graph
             node = r._grad_fn.parents[0] if several and r._grad_fn is not None else r._grad_fn
@@ -44,18 +47,19 @@ class Function(versions.Function):
 
 
 class Custom(versions.Function):
-    """The node of one call of a PyTorch-style Function `fn`, and its ctx: save_for_backward, saved_tensors,
-    needs_input_grad (one per argument of forward, False for a non-tensor), mark_non_differentiable,
-    set_materialize_grads. forward(ctx, *args) ran on the tensors; backward(ctx, *grads) gets one gradient per
-    output (zeros where none reached it, unless set_materialize_grads(False)) and returns one per argument (None for
-    a non-tensor), or a single tensor for a single argument."""
+    """The node of one call of a PyTorch-style Function `fn` (its subclass FnBackward, made for it), and its ctx:
+    save_for_backward, saved_tensors, needs_input_grad (one per argument of forward, False for a non-tensor),
+    mark_non_differentiable, set_materialize_grads. fn.forward(ctx, *args) runs on the tensors; fn.backward(ctx,
+    *grads) gets one gradient per output (zeros where none reached it, unless set_materialize_grads(False)) and
+    returns one per argument (None for a non-tensor), or a single tensor for a single argument."""
 
+    fn: type[Function]  # the PyTorch-style Function whose forward and backward this node runs
     non_differentiable: frozenset[int] = frozenset()  # ids of the output arrays marked so
     materialize_grads = True
     saved: tuple[Any, ...] = ()
 
-    def forward(self, *arrays: Any, fn: type[Function], args: tuple[Any, ...]) -> Any:
-        self.fn, self.op = fn, fn.op
+    def forward(self, *arrays: Any, args: tuple[Any, ...]) -> Any:
+        fn = self.fn
         self.is_tensor = tuple(isinstance(a, core.Tensor) for a in args)
         self.needs_input_grad = tuple(core.modes.grad and isinstance(a, core.Tensor) and a.requires_grad
                                       for a in args)
@@ -96,6 +100,10 @@ class Custom(versions.Function):
     # -- the ctx's methods, as PyTorch's --
     def save_for_backward(self, *tensors: core.Tensor | None) -> None:
         """Keep tensors for backward (ctx.saved_tensors): their arrays, version-checked and freed as a node's are."""
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, core.Tensor):
+                raise TypeError(f"save_for_backward: argument {i} is not a tensor or None (got {type(t).__name__} "
+                                f"{t!r:.40}); keep other values as attributes of ctx (ctx.k = k)")
         self.saved = tuple(None if t is None else t.array for t in tensors)
 
     @property

@@ -37,14 +37,14 @@ def legacy_array(name: str, dtype: np.dtype, args: tuple[Any, ...], device: str 
                             f"{name}([{data!r}]) holds it, mg.tensor({data!r}) makes a 0-d tensor")
         if isinstance(data, (str, bytes)) or data is None:
             raise TypeError(f"{name}(): invalid data type {type(data).__name__!r}")
-        return as_array(data, dtype, device, name, copy=True)
+        return as_array(data, dtype, None if device is None else backend.device(device).type, name, copy=True)
     sizes = args or (0,)  # Tensor(): an empty tensor, as PyTorch's
     if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) for s in sizes):
         raise TypeError(f"{name}(): expected data (a list or an array) or sizes (ints), got "
                         f"({', '.join(type(a).__name__ for a in args)})")
     if any(s < 0 for s in sizes):
         raise RuntimeError(f"{name}(): trying to create a tensor with negative dimension: {list(sizes)}")
-    return backend.module_for(device or "cpu").zeros(tuple(int(s) for s in sizes), dtype=dtype)
+    return backend.module_for(backend.device(device or "cpu").type).zeros(tuple(int(s) for s in sizes), dtype=dtype)
 
 
 class LegacyConstructor:

@@ -161,8 +161,8 @@ class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, c
                 device, dtype = target.device, target.dtype
             elif isinstance(target, str) and target.partition(":")[0] in backend.DEVICES:
                 device = target
-            else:
-                dtype = target
+            else:  # a dtype; None by position is refused, as a dtype argument is everywhere here
+                dtype = number_dtype("to", target)
         out = self if device is None else self._to_device(backend.device(device).type)
         out = out if dtype is None else out._to_dtype(dtype)
         return elementwise.clone(out) if copy and out is self else out
@@ -237,6 +237,8 @@ class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, c
     def zero_(self) -> Tensor: return self._write("zero_", elementwise.filled, 0)
     def copy_(self, src: Any) -> Tensor: return self._write("copy_", shapes.copied, src)
     def __setitem__(self, index: Any, value: Any) -> None: self._write("setitem", shapes.setitem, index, value)
+    __iadd__, __isub__, __imul__, __itruediv__, __ipow__ = add_, sub_, mul_, div_, pow_
+    clip_ = clamp_
 
     def unsqueeze_(self, dim: int) -> Tensor:
         """In place, as PyTorch's: this tensor takes the shape unsqueeze(dim) gives, in the same memory, and, where a
@@ -249,12 +251,10 @@ class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, c
             move_retained(self._grad_fn, out._grad_fn, self)
         self.array, self._grad_fn = out.array, out._grad_fn
         self._version_counter[0] += 1
-        if self._view is not None:  # a view of a base: now cut from it one step further, as of this version
+        if self._view is not None and out._view is not None:  # a view of a base: cut one step further, as of now
             self._view = out._view
             self._view.version = self._version_counter[0]
         return self
-    __iadd__, __isub__, __imul__, __itruediv__, __ipow__ = add_, sub_, mul_, div_, pow_
-    clip_ = clamp_
 
 
     # -- operators: each calls one op, so every op can be found by grep --

@@ -85,7 +85,7 @@ def taught_imports() -> Iterator[str]:
 
 
 def flags() -> Iterator[str]:
-    import run
+    from gptlab import run
 
     for action in run.build_parser()._actions:
         for option in action.option_strings:

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import train
+from gptlab.settings import DTYPES
 from minigrad import backend
-from settings import DTYPES
 
 
 def record_run(device: str, flags: list[str], out: str) -> tuple[int, dict[str, list[float]]]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import sys
 
-import run
 import train
-from settings import RunFailed, UsageError
+from gptlab import run
+from gptlab.settings import RunFailed, UsageError
 
 
 def this_rank() -> int:

@@ -1,12 +1,14 @@
 """The command line never ends in a traceback: every value that cannot work is refused in one line with
-exit status 2 before any work starts; a diverging run stops with the last good checkpoint kept; explain.py
-runs on its own. (Two runs into one folder: tests/test_train.py, with the killed run.) Real processes where
-the point is what a user sees (stderr, exit status, pipes), train.main in-process where that is enough.
+exit status 2 before any work starts; a diverging run stops with the last good checkpoint kept; every command the
+docs show runs from the repository root. (Two runs into one folder: tests/test_train.py, with the killed run.) Real
+processes where the point is what a user sees (stderr, exit status, pipes), train.main in-process where that is
+enough.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import os
 import re
@@ -19,13 +21,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import checkpoint
 import minigrad as mg
-import run
 import train
-from checkpoint import load_checkpoint
-from settings import CHECKPOINT
-from tasks import make_task
+from gptlab import checkpoint, run
+from gptlab.checkpoint import load_checkpoint
+from gptlab.settings import CHECKPOINT
+from gptlab.tasks import make_task
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--n-embd", "16", "--n-head", "2", "--n-layer", "1", "--batch-size", "16", "--samples", "0",
@@ -349,17 +350,49 @@ def test_a_checkpoint_with_non_finite_weights_is_refused(toy_run, tmp_path, caps
     assert contents(out) == before and not (tmp_path / "page.html").exists()
 
 
-def test_explain_py_runs_on_its_own(tmp_path, capsys):
+def test_train_py_explain_runs_in_a_real_process(tmp_path, capsys):
     assert run_main(capsys, "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
-    result = run_script("--out", str(tmp_path), "--prompt", "我 吃 蘋果", "--layer", "0", script="explain.py")
+    result = run_script("explain", "--out", str(tmp_path), "--prompt", "我 吃 蘋果", "--layer", "0")
     assert result.returncode == 0 and "Attention in layer 0" in result.stdout, result.stderr
-    result = run_script("--out", str(tmp_path), "--layer", "9", script="explain.py")
-    assert result.returncode == 2 and one_line(result.stderr).startswith("explain.py: error: --layer 9")
+    result = run_script("explain", "--out", str(tmp_path), "--layer", "9")
+    assert result.returncode == 2 and one_line(result.stderr).startswith("train.py explain: error: --layer 9")
+
+
+DOCUMENTED = re.compile(r"python ([\w/]+\.py)(?: ([a-z]+)\b)?|python -m ([\w.]+)")  # `python train.py sample ...`
+
+
+def documented_commands() -> tuple[set[tuple[str, ...]], set[str]]:
+    """The scripts (with their subcommand) and the modules that README.md and docs/*.md tell a reader to run."""
+    scripts, modules = set(), set()
+    for doc in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        for script, subcommand, module in DOCUMENTED.findall(doc.read_text(encoding="utf-8")):
+            if module:
+                modules.add(module)
+            else:
+                scripts.add((script, subcommand) if subcommand else (script,))
+    return scripts, modules
+
+
+def test_the_docs_name_the_root_s_commands():
+    scripts, modules = documented_commands()
+    assert {("train.py",), ("train.py", "explain"), ("train.py", "sample"), ("sample.py",)} <= scripts
+    assert {"benchmarks.bench", "minigrad.gradcheck_cases"} <= modules
+
+
+@pytest.mark.parametrize("command", sorted(documented_commands()[0]), ids=" ".join)
+def test_every_documented_command_runs_from_the_root(command):
+    result = run_script(*command[1:], "--help", script=command[0])
+    assert result.returncode == 0 and result.stdout.startswith(f"usage: {' '.join(command)} "), result.stderr
+
+
+@pytest.mark.parametrize("module", sorted(documented_commands()[1]))
+def test_every_documented_module_is_there(module):
+    assert importlib.util.find_spec(module) is not None, f"the docs run python -m {module}, which is not there"
 
 
 def test_a_reader_that_goes_away_is_not_a_traceback(tmp_path, capsys):
     assert run_main(capsys, "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
-    proc = subprocess.Popen([sys.executable, "explain.py", "--out", str(tmp_path)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "train.py", "explain", "--out", str(tmp_path)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc.stdout.close()  # as `| head` does, before the first line is written
     err = proc.stderr.read()

@@ -67,6 +67,11 @@ def test_the_tutorials_legendre_polynomial_trains_to_pytorchs_loss():
     assert abs(mine - theirs) <= 1e-4 * theirs and mine < 40  # from 210 at the start, as there
 
 
+def test_the_node_is_named_as_pytorchs_grad_fn():
+    names = [type(legendre_class(lib).apply(lib.ones(2, requires_grad=True)).grad_fn).__name__ for lib in (mg, torch)]
+    assert names[0] == names[1] == "LegendrePolynomial3Backward"
+
+
 def test_gradcheck_works_on_a_pytorch_style_function():
     P3 = legendre_class(mg).apply
     x = mg.tensor(np.random.default_rng(0).standard_normal((2, 3)), dtype=mg.float64, requires_grad=True)
@@ -187,3 +192,19 @@ def test_mark_dirty_is_refused_once_differentiable_passes_and_minigrads_own_prot
     x = mg.tensor([3.0], requires_grad=True)
     Square.apply(x).backward(mg.tensor([1.0]))
     assert x.grad.tolist() == [6.0] and not Square.torch_style and mg.Function is not mg.autograd.Function
+
+
+def test_save_for_backward_takes_tensors_only_as_pytorchs():
+    for lib in (mg, torch):
+        class SaveNumber(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(3)
+                return x * 1
+
+            @staticmethod
+            def backward(ctx, dy):
+                return dy
+
+        with pytest.raises(TypeError, match="save_for_backward"):
+            SaveNumber.apply(lib.ones(1, requires_grad=True))

@@ -13,10 +13,10 @@ import re
 import numpy as np
 import pytest
 
-import explain
 import minigrad as mg
 import train
-from explain import (
+from gptlab import explain
+from gptlab.explain import (
     attention_figure,
     attention_steps,
     choose_head,
@@ -26,9 +26,9 @@ from explain import (
     shares,
     trace_attention,
 )
+from gptlab.settings import HELDOUT_SEED, UsageError
+from gptlab.tasks import make_task, split
 from models import GPT, GPTConfig, Llama, LlamaConfig
-from settings import HELDOUT_SEED, UsageError
-from tasks import make_task, split
 
 SMALL = ["--n-embd", "16", "--n-head", "2", "--n-layer", "2", "--batch-size", "16", "--samples", "0",
          "--eval-interval", "20"]

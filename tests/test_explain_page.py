@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 import train
-from checkpoint import load_checkpoint, restore
-from explain import attention_steps, default_ids
-from explain_page import CSS, JS, fill, page_data, page_html
-from settings import DEFAULTS, build_model, build_task, model_config
+from gptlab.checkpoint import load_checkpoint, restore
+from gptlab.explain import attention_steps, default_ids
+from gptlab.explain_page import CSS, JS, fill, page_data, page_html
+from gptlab.settings import DEFAULTS, build_model, build_task, model_config
 
 SMALL = ["--n-embd", "16", "--n-head", "2", "--n-layer", "2", "--batch-size", "16", "--samples", "0",
          "--eval-interval", "20"]

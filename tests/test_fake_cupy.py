@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-import run
 import train
+from gptlab import run
 from minigrad import backend
 
 

@@ -20,11 +20,11 @@ from hf_folders import reference_loss, torch
 
 import minigrad as mg
 import train
-from checkpoint import FORMAT, load_checkpoint, restore
+from gptlab.checkpoint import FORMAT, load_checkpoint, restore
+from gptlab.settings import CHECKPOINT
+from gptlab.tokenizer import HFTokenizer
 from minigrad import runtime
 from models import pretrained
-from settings import CHECKPOINT
-from tokenizer import HFTokenizer
 
 QUIET = ["--samples", "0", "--no-explain", "--eval-interval", "100", "--eval-iters", "1"]
 

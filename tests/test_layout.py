@@ -19,7 +19,7 @@ import train
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "minigrad"
 OP_MODULES = {"elementwise", "reductions", "shapes", "matmul", "activations"}  # what Tensor's operators call
-PROJECT = [*ENGINE.rglob("*.py"), *(ROOT / "models").glob("*.py"), *ROOT.glob("*.py"),
+PROJECT = [*ENGINE.rglob("*.py"), *(ROOT / "models").glob("*.py"), *(ROOT / "gptlab").glob("*.py"), *ROOT.glob("*.py"),
            *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "scripts").glob("*.py"), *(ROOT / "examples").glob("*.py")]
 
 
@@ -68,7 +68,7 @@ def test_the_only_import_cycle_is_the_tensor_op_modules_tie():
 
 
 def test_no_module_imports_another_module_s_private_name():
-    project_modules = {p.stem for p in PROJECT} | {"minigrad", "models"}
+    project_modules = {p.stem for p in PROJECT} | {"minigrad", "models", "gptlab"}
     offenders = []
     for path in PROJECT:
         tree = ast.parse(path.read_text())
@@ -85,6 +85,12 @@ def test_no_module_imports_another_module_s_private_name():
                     and not node.attr.startswith("__") and node.value.id in imported_modules & project_modules):
                 offenders.append(f"{path.name}: {node.value.id}.{node.attr}")
     assert not offenders
+
+
+def test_the_root_holds_what_a_user_runs():
+    """train.py and sample.py, the documented commands; what runs them is the package gptlab/."""
+    assert sorted(p.name for p in ROOT.glob("*.py")) == ["sample.py", "train.py"]
+    assert (ROOT / "gptlab" / "__init__.py").exists()
 
 
 def test_no_class_is_patched_in_the_engine_or_the_benchmark():

@@ -30,6 +30,9 @@ def test_nn_is_a_package_with_functional_init_utils_and_parallel_and_the_old_pat
     assert clip_grad_norm_ is mg.optim.clip_grad_norm_ and mg.nn.utils.clip_grad_value_ is mg.optim.clip_grad_value_
     assert DistributedDataParallel is mg.nn.parallel.DistributedDataParallel
     assert importlib.import_module("minigrad.optim.lr_scheduler") is mg.lr_scheduler is mg.optim.lr_scheduler
+    from minigrad.utils.data.dataloader import DataLoader  # makemore's and minGPT's import
+    from torch.utils.data.dataloader import DataLoader as TorchDataLoader
+    assert DataLoader is mg.utils.data.DataLoader and TorchDataLoader is torch.utils.data.DataLoader
     w = [mg.tensor([[1.0, 2.0], [3.0, 4.0]]), mg.tensor([5.0])]
     tw = [torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([5.0])]
     np.testing.assert_array_equal(parameters_to_vector(w).numpy(), torch.nn.utils.parameters_to_vector(tw).numpy())
@@ -218,3 +221,18 @@ def test_a_state_dict_of_an_earlier_minigrad_without_the_tied_key_loads_with_a_w
     np.testing.assert_array_equal(other.lm_head.weight.numpy(), old["wte.weight"])
     with pytest.raises(ValueError, match="missing keys"):  # a key with no tied twin in the file is still missing
         nn.Linear(3, 5).load_state_dict({"weight": old["wte.weight"]})
+
+
+def test_the_legacy_constructor_type_strings_load_and_unsqueeze_on_each_device(device, tmp_path):
+    x = mg.Tensor(2, 3, device=device)
+    assert x.device == device and x.device.type == device and x.dtype == mg.float32 and not x.numpy().any()
+    assert mg.Tensor([1, 2], device=device).device == device
+    cuda = ".cuda" if device == "cuda" else ""
+    assert x.type() == f"torch{cuda}.FloatTensor" and x.type(mg.long).type() == f"torch{cuda}.LongTensor"
+    assert x.is_cuda is (device == "cuda") and x.cpu().device == "cpu"
+    assert mg.ones(2).type(f"torch{cuda}.DoubleTensor").device == device
+    y = mg.tensor([1.0, 2.0], device=device)
+    assert y.unsqueeze_(1).shape == (2, 1) and y.device == device and y._version == 1
+    mg.save({"w": mg.ones(2, device=device)}, tmp_path / "w.npz")
+    loaded = mg.load(tmp_path / "w.npz", map_location=device)["w"]
+    assert mg.backend.device_of(loaded) == device and loaded.tolist() == [1.0, 1.0]

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-import run
 from benchmarks import nanogpt
+from gptlab import run
 
 torch = pytest.importorskip("torch", reason="the nanoGPT reference needs torch (pip install -e '.[torch]')")
 

@@ -1,6 +1,6 @@
-"""What `pip install` puts into site-packages: the minigrad package alone, with its subpackages (models/, train.py
-and the other scripts run from the checkout, so no top-level `models` collides with another project's), under
-the MIT license file that pyproject.toml names.
+"""What `pip install` puts into site-packages: the engine (minigrad), the models (models) and the lab around them
+(gptlab), each with every subpackage, so that the README's snippets run from any folder; train.py and sample.py, the
+commands, run from the checkout; all under the MIT license file that pyproject.toml names.
 """
 
 from __future__ import annotations
@@ -11,13 +11,18 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from Python 3.11")
+PACKAGES = ("minigrad", "models", "gptlab")
 
 
-def test_only_the_minigrad_package_and_each_of_its_subpackages_is_installed() -> None:
-    config = tomllib.loads((REPO / "pyproject.toml").read_text())
-    subpackages = sorted(".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "minigrad").glob("*/__init__.py"))
-    assert config["tool"]["setuptools"]["packages"] == ["minigrad", *subpackages]
-    assert "minigrad.utils" in subpackages  # minigrad.utils.data, torch.utils.data's names
+def test_the_engine_the_models_and_gptlab_are_installed_with_every_subpackage() -> None:
+    setuptools = pytest.importorskip("setuptools")
+    find = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    installed = setuptools.find_packages(str(REPO), include=find["include"])
+    assert find.get("namespaces") is False  # else any folder would do, __pycache__ too
+    expected = {".".join(init.parent.relative_to(REPO).parts)
+                for top in PACKAGES for init in (REPO / top).rglob("__init__.py")}
+    assert sorted(installed) == sorted(expected)
+    assert {"minigrad.utils", *PACKAGES} <= expected  # minigrad.utils.data, torch.utils.data's names
 
 
 def test_the_license_file_pyproject_names_exists_and_is_mit() -> None:

@@ -23,10 +23,10 @@ from hf_folders import GPT2, MODELS, VOCAB, modeling_llama, reference_loss, torc
 
 import minigrad as mg
 import train
+from gptlab.tokenizer import HFTokenizer, from_state
 from minigrad import runtime
 from models import GPT, IGNORE_INDEX, Llama
 from models import pretrained as hf_load
-from tokenizer import HFTokenizer, from_state
 
 
 def batch(seed: int = 1, T: int = 12) -> tuple[np.ndarray, np.ndarray]:

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-import sample as sample_module
 import train
-from checkpoint import load_checkpoint, restore
-from tokenizer import BPETokenizer
+from gptlab import sample as sample_module
+from gptlab.checkpoint import load_checkpoint, restore
+from gptlab.tokenizer import BPETokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--n-embd", "16", "--n-head", "2", "--n-layer", "1", "--batch-size", "16", "--samples", "0",

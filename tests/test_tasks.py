@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tasks import OBJECTS, SUBJECTS, TASKS, make_task, previous_token_baseline, split
+from gptlab.tasks import OBJECTS, SUBJECTS, TASKS, make_task, previous_token_baseline, split
 
 GENERATED = ["sort", "reverse", "add", "sentences"]
 
@@ -175,7 +175,7 @@ def test_text_task(text_file, tmp_path):
 
 def test_text_task_with_a_given_tokenizer_keeps_its_ids(text_file, tmp_path):
     """A checkpoint's tokenizer reads the file as in training; a character it never saw is refused, by name."""
-    from tokenizer import CharTokenizer
+    from gptlab.tokenizer import CharTokenizer
 
     task = make_task("text", data=text_file, seq_len=16)
     again = make_task("text", data=text_file, seq_len=16, tokenizer=CharTokenizer(task.vocab))

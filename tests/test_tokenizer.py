@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from tasks import make_task
-from tokenizer import BPETokenizer, CharTokenizer, byte_of_symbol, from_state
+from gptlab.tasks import make_task
+from gptlab.tokenizer import BPETokenizer, CharTokenizer, byte_of_symbol, from_state
 
 TRAINING = "The quick brown fox jumps over the lazy dog. " * 40 + "the theme of the theatre\n" * 20
 UNSEEN = "床前明月光，疑是地上霜。 🌙✨👍🏽 naïve café e\u0301 \t\r\n\x00 ¿qué? Ωμέγα"  # beyond ASCII: not in TRAINING

@@ -13,15 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import checkpoint
 import minigrad as mg
-import run
 import train
-from checkpoint import load_checkpoint, restore
-from explain import explain_example
+from gptlab import checkpoint, run
+from gptlab.checkpoint import load_checkpoint, restore
+from gptlab.explain import explain_example
+from gptlab.settings import CHECKPOINT, build_model, build_task, model_config
+from gptlab.tasks import make_task
 from minigrad.optim import decay_groups
-from settings import CHECKPOINT, build_model, build_task, model_config
-from tasks import make_task
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--n-embd", "16", "--n-head", "2", "--n-layer", "1", "--batch-size", "16", "--samples", "0",
@@ -83,7 +82,7 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, argv, message):
 
 
 def test_explain_errors_exit_2_in_a_real_process(tmp_path):
-    """As a script, train.py and explain.py must agree on the error class (no traceback)."""
+    """As a script, train.py explain and gptlab/explain.py must agree on the error class (no traceback)."""
     result = subprocess.run([sys.executable, "train.py", "explain", "--out", str(tmp_path)], cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "no checkpoint" in result.stderr and "Traceback" not in result.stderr

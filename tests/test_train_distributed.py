@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import run
 import train
-from checkpoint import load_checkpoint
+from gptlab import run
+from gptlab.checkpoint import load_checkpoint
+from gptlab.settings import CHECKPOINT
 from models import IGNORE_INDEX
-from settings import CHECKPOINT
 from tests.distributed_worker import uneven_batch
 from tests.test_distributed import MPIEXEC, needs_mpi, needs_mpi4py, run_worker
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-import run
 import train
-from checkpoint import load_checkpoint
+from gptlab import run
+from gptlab.checkpoint import load_checkpoint
 from minigrad.optim import SGD
 from models import GPT, IGNORE_INDEX, GPTConfig
 

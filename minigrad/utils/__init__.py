@@ -1,7 +1,12 @@
 """torch.utils's names that training programs import: `minigrad.utils.data` (Dataset, TensorDataset, DataLoader and
-the samplers), loaded in the main process.
+the samplers), loaded in the main process; also as `minigrad.utils.data.dataloader`, the module that makemore and
+minGPT import DataLoader from in PyTorch (`from torch.utils.data.dataloader import DataLoader`).
 """
 
+import sys
+
 from minigrad.utils import data
+
+sys.modules[__name__ + ".data.dataloader"] = data  # one module under two names, as minigrad.nn.functional
 
 __all__ = ["data"]

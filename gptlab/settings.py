@@ -16,10 +16,10 @@ from dataclasses import replace
 from typing import Any
 
 import minigrad as mg
+from gptlab.tasks import TASKS, TEXT_CONTEXT, Task, make_task, split
+from gptlab.tokenizer import TOKENIZER_FILE, BPETokenizer, CharTokenizer, HFTokenizer
 from minigrad import backend, nn
 from models import GPT, GPTConfig, Llama, LlamaConfig, pretrained
-from tasks import TASKS, TEXT_CONTEXT, Task, make_task, split
-from tokenizer import TOKENIZER_FILE, BPETokenizer, CharTokenizer, HFTokenizer
 
 ARCHITECTURES = {  # --arch: model class and config class. A config takes vocab_size, block_size, n_layer,
     "gpt": (GPT, GPTConfig),  # n_head, n_embd and dropout; the model has forward (with trace=) and generate

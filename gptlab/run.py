@@ -20,13 +20,10 @@ import numpy as np
 from tqdm import tqdm
 
 import minigrad as mg
-from checkpoint import checkpoint_config, load_checkpoint, restore_task, resume_training, save_checkpoint
-from explain import default_ids, explain_example, explain_main
-from minigrad import backend, distributed, nn, runtime
-from minigrad.optim import AdamW, Optimizer, decay_groups
-from models import IGNORE_INDEX
-from sample import sample_main
-from settings import (
+from gptlab.checkpoint import checkpoint_config, load_checkpoint, restore_task, resume_training, save_checkpoint
+from gptlab.explain import default_ids, explain_example, explain_main
+from gptlab.sample import sample_main
+from gptlab.settings import (
     ARCHITECTURES,
     CHECKPOINT,
     DEFAULTS,
@@ -53,8 +50,11 @@ from settings import (
     pretrained_task,
     run_cli,
 )
-from tasks import TASKS, TEXT_CONTEXT, Split, Task, TextTask, split
-from tokenizer import BPE_VOCAB_SIZE
+from gptlab.tasks import TASKS, TEXT_CONTEXT, Split, Task, TextTask, split
+from gptlab.tokenizer import BPE_VOCAB_SIZE
+from minigrad import backend, distributed, nn, runtime
+from minigrad.optim import AdamW, Optimizer, decay_groups
+from models import IGNORE_INDEX
 
 try:
     import fcntl  # the --out lock; POSIX only
@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None, loop: Callable[[Run], int]) -> int:
     """python train.py [explain | sample] ...: the subcommands, or a training run whose loop is `loop`."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["explain"]:
-        return run_cli(lambda a: explain_main(a, prog="train.py explain"), argv[1:], "train.py explain")
+        return run_cli(explain_main, argv[1:], "train.py explain")
     if argv[:1] == ["sample"]:
         return run_cli(lambda a: sample_main(a, prog="train.py sample"), argv[1:], "train.py sample")
     return run_cli(lambda a: train(build_parser().parse_args(a), loop), argv, "train.py")

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tokenizer import BPE_VOCAB_SIZE, BPETokenizer, CharTokenizer, HFTokenizer, check_text
+from gptlab.tokenizer import BPE_VOCAB_SIZE, BPETokenizer, CharTokenizer, HFTokenizer, check_text
 
 TASKS = {  # name: what it teaches (train.py's --help lists these)
     "sort": "digits, then the same digits sorted: compare every earlier digit, not just the last one",

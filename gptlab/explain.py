@@ -1,6 +1,6 @@
 """Explain mode: the walkthrough's four steps of self-attention (scores, causal mask, softmax, weighted sum of
 the values) on a trained model's numbers, for one layer, head and query position, and why those; the same
-table ends `python train.py`. Run `python train.py explain` (or `python explain.py`) with --help for the flags.
+table ends `python train.py`. Run `python train.py explain` with --help for the flags.
 """
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import sys
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,11 +17,9 @@ from typing import Any
 import numpy as np
 
 import minigrad as mg
-from checkpoint import load_checkpoint, restore
-from explain_page import page_html
-from minigrad import backend, nn
-from minigrad import functional as F
-from settings import (
+from gptlab.checkpoint import load_checkpoint, restore
+from gptlab.explain_page import page_html
+from gptlab.settings import (
     CHECKPOINT,
     DTYPES,
     HELDOUT_SEED,
@@ -31,14 +28,15 @@ from settings import (
     folder_files,
     load_pretrained,
     prompt_ids,
-    run_cli,
     run_files,
 )
-from tasks import Task, split
-from tokenizer import HFTokenizer
+from gptlab.tasks import Task, split
+from gptlab.tokenizer import HFTokenizer
+from minigrad import backend, nn
+from minigrad import functional as F
 
 
-def explain_main(argv: Sequence[str], prog: str = "explain.py") -> int:
+def explain_main(argv: Sequence[str], prog: str = "train.py explain") -> int:
     p = argparse.ArgumentParser(prog=prog, description="Print the walkthrough's attention steps "
                                 "with the numbers of the model trained in --out.")
     p.add_argument("--out", default="out", help=f"folder holding {CHECKPOINT} (default ./out)")
@@ -356,6 +354,3 @@ def draw_attention(model: nn.Module, task: Task, ids: Sequence[int], path: str) 
     print(f"wrote {path}" + ("" if label_font(tokens) else " (tokens labelled by position: no installed font has "
                                                           "their characters; install one such as Noto Sans CJK)"))
 
-
-if __name__ == "__main__":
-    sys.exit(run_cli(explain_main, sys.argv[1:], "explain.py"))

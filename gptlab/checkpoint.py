@@ -12,10 +12,7 @@ from typing import Any
 import numpy as np
 
 import minigrad as mg
-from minigrad import backend, nn
-from minigrad.optim import Optimizer
-from models.pretrained import check_finite
-from settings import (
+from gptlab.settings import (
     ARCHITECTURES,
     CHECKPOINT,
     DEFAULTS,
@@ -26,8 +23,11 @@ from settings import (
     check_settings,
     model_config,
 )
-from tasks import Task, TextTask
-from tokenizer import CharTokenizer, from_state
+from gptlab.tasks import Task, TextTask
+from gptlab.tokenizer import CharTokenizer, from_state
+from minigrad import backend, nn
+from minigrad.optim import Optimizer
+from models.pretrained import check_finite
 
 FORMAT = 5  # 5: the model's config, every field (a model from --init-from has sizes no flag gives), and the setting
 # init_from; 4 and before: the model built from the settings. 4: the optimizer's state per parameter, as its
