@@ -80,6 +80,16 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(autouse=True)
+def global_flags_restored():
+    """nanoGPT sets torch.backends' allow_tf32 flags, process-wide: both libraries get theirs back afterwards."""
+    flags = [f for library in (torch, minigrad) for f in (library.backends.cuda.matmul, library.backends.cudnn)]
+    saved = [flag.allow_tf32 for flag in flags]
+    yield
+    for flag, value in zip(flags, saved, strict=True):
+        flag.allow_tf32 = value
+
+
 def test_only_the_import_lines_change():
     """The rewrite touches the lines that import torch and nothing else, and each program imports torch."""
     for file in sorted({file for file, _, _ in PROGRAMS.values()}):
