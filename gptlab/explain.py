@@ -8,11 +8,12 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import shutil
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -34,6 +35,7 @@ from gptlab.tasks import Task, split
 from gptlab.tokenizer import HFTokenizer
 from minigrad import backend, nn
 from minigrad import functional as F
+from minigrad.picture import Graph
 
 
 def explain_main(argv: Sequence[str], prog: str = "train.py explain") -> int:
@@ -52,6 +54,11 @@ def explain_main(argv: Sequence[str], prog: str = "train.py explain") -> int:
     p.add_argument("--png", metavar="FILE", help="also draw every head's attention weights (needs matplotlib)")
     p.add_argument("--html", metavar="FILE", help="also write a page to explore every head's steps in a browser "
                                                   "(one self-contained HTML file)")
+    p.add_argument("--graph", metavar="FILE", help="also draw the layer's attention computation with its gradients "
+                   "(of the layer --layer, else explain's): FILE.dot (DOT text), .svg or .png (these need the graphviz "
+                   "package and program)")
+    p.add_argument("--target", metavar="TOKEN", help="with --graph or --html: the gradients are of log p(TOKEN) at "
+                   "the query position (default: the token after it, else the model's most likely token)")
     p.add_argument("--init-from", metavar="DIR", help="a Hugging Face GPT-2 or LLaMA folder instead of --out; "
                                                      "needs --prompt")
     p.add_argument("--dtype", choices=DTYPES, help="with --init-from: the weights' dtype (default float32)")
@@ -62,8 +69,12 @@ def explain_main(argv: Sequence[str], prog: str = "train.py explain") -> int:
         check_png(args.png)
     if args.html:
         check_output("--html", args.html, "attention.html")
+    if args.graph:
+        check_graph(args.graph)
+    if args.target is not None and not (args.graph or args.html):
+        raise UsageError("--target chooses what the gradients of --graph and --html are of; give one of them")
 
-    keep = run_files(args.out)  # what --png and --html may not replace: the run's files, and those read below
+    keep = run_files(args.out)  # what --png, --html and --graph may not replace: the run's files, and those read below
     if args.init_from:
         if args.prompt is None:
             raise UsageError("--init-from needs a --prompt to explain")
@@ -77,18 +88,23 @@ def explain_main(argv: Sequence[str], prog: str = "train.py explain") -> int:
         task, model = restore(ckpt, args.device)
         if ckpt["settings"]["data"] is not None:
             keep[ckpt["settings"]["data"]] = "--data of the run, the text explain reads"
-    writes = {flag: path for flag, path in (("--png", args.png), ("--html", args.html)) if path is not None}
+    writes = {flag: path for flag, path in (("--png", args.png), ("--html", args.html), ("--graph", args.graph))
+              if path is not None}
     check_writes(writes, keep, args.overwrite, remedy="choose another file name, or give --overwrite to replace it "
                                                       "on purpose")
     model.eval()
     ids = default_ids(task) if args.prompt is None else prompt_ids(task, args.prompt)
     if not 1 <= len(ids) <= model.config.block_size:
         raise UsageError(f"--prompt has {len(ids)} tokens; this model takes 1 to {model.config.block_size}")
-    steps = explain_example(model, task, ids, args.layer, args.head, args.query)
+    traced = trace_gradients(model, task, ids, args.query, args.target) if args.graph or args.html else None
+    steps = explain_example(model, task, ids, args.layer, args.head, args.query, traced)
+    graph = None if traced is None else layer_graph(task, steps, traced)
     if args.png:
         draw_attention(model, task, ids, args.png)
+    if args.graph:
+        write_graph(graph, args.graph)
     if args.html:
-        write_page(steps, args.html)
+        write_page(steps, args.html, graph)
     return 0
 
 
@@ -149,27 +165,118 @@ class Steps:
     def labels(self) -> list[str]:
         """The tokens as a reader sees them: a space, a newline or another character that would not show (the text
         task's) as its repr; " the" stays " the", a BPE token's stray byte is \\xe4 already (tokenizer.py)."""
-        return [token if token.isprintable() and token.strip() else repr(token) for token in self.tokens]
+        return [shown(token) for token in self.tokens]
+
+
+def shown(token: str) -> str:
+    """A token as the tables show it: itself, or its repr where it would not show (see Steps.labels)."""
+    return token if token.isprintable() and token.strip() else repr(token)
 
 
 def attention_steps(model: nn.Module, task: Task, ids: Sequence[int], layer: int | None = None,
-                    head: int | None = None, query: int | None = None) -> Steps:
-    """Steps of the token sequence `ids` from the model's trace, with explain's choice of query position (--query,
-    else choose_query) and, for every position, of layer and head (--layer/--head, else choose_head)."""
+                    head: int | None = None, query: int | None = None, traced: GradientTrace | None = None) -> Steps:
+    """Steps of the token sequence `ids` from the model's trace (traced's, where given), with explain's choice of
+    query position (--query, else choose_query) and, for every position, of layer and head (--layer/--head, else
+    choose_head)."""
     ids = [int(i) for i in ids]
-    traces = trace_attention(model, ids)
+    traces = trace_attention(model, ids) if traced is None else traced.layers
     scores, weights, q, k, v = (np.stack([trace[name].numpy()[0] for trace in traces]).astype(np.float64)
                                 for name in ("scores", "weights", "q", "k", "v"))  # (L, nh, T, T) or (L, nh, T, d_k)
     n_layer, n_head, T = weights.shape[:3]
     for name, value, limit in (("--layer", layer, n_layer), ("--head", head, n_head), ("--query", query, T)):
-        if value is not None and not 0 <= value < limit:
-            raise UsageError(f"{name} {value} is out of range: this model/prompt has 0 to {limit - 1}")
+        check_range(name, value, limit)
     query, why_query = choose_query(task, ids, query)
     return Steps(tokens=[task.vocab[i] for i in ids], text=task.decode(ids), scores=scores,
                  kept=F.causal_mask(T).numpy() == 0, weights=weights,
                  shares=shares(weights, v[:, :, None]),  # each query's row: v (L, nh, 1, T, d_k) for every row
                  q=q, k=k, query=query, why_query=why_query,
                  heads=[choose_head(weights, i, layer, head) for i in range(T)])
+
+
+def check_range(flag: str, value: int | None, limit: int) -> None:
+    """--layer, --head and --query count from 0 to limit - 1."""
+    if value is not None and not 0 <= value < limit:
+        raise UsageError(f"{flag} {value} is out of range: this model/prompt has 0 to {limit - 1}")
+
+
+@dataclass
+class GradientTrace:
+    """Every layer's attention steps, as trace_attention's but in grad mode, each with its gradient (.grad) under
+    the target: d log p(target | the tokens up to position) / d(each)."""
+
+    layers: list[dict[str, mg.Tensor]]  # each layer's q, k, v, scores, weights, out (see GPT.forward's trace)
+    position: int  # the query position whose next-token log-probability is the target
+    target: int  # the token id
+    why_target: str
+
+
+def trace_gradients(model: nn.Module, task: Task, ids: Sequence[int], query: int | None,
+                    target: str | None) -> GradientTrace:
+    """The trace of `ids` with the gradients of log p(target) at explain's query position (--query, else
+    choose_query): the numbers of --graph and of the page, tables and graph alike."""
+    check_range("--query", query, len(ids))
+    position = choose_query(task, ids, query)[0]
+    layers: list[dict[str, mg.Tensor]] = []
+    logits, _ = model(np.array([list(ids)]), trace=layers)  # (1, T, vocab)
+    for step in layers:
+        for tensor in step.values():
+            tensor.retain_grad()
+    token, why = choose_target(task, ids, position, target, logits)
+    F.log_softmax(logits[0, position], dim=-1)[token].backward()
+    return GradientTrace(layers, position, token, why)
+
+
+def choose_target(task: Task, ids: Sequence[int], position: int, target: str | None,
+                  logits: mg.Tensor) -> tuple[int, str]:
+    """The token whose log-probability at `position` the gradients are of, and why: --target, else the token after
+    the position, else (at the end of the sequence) the one the model finds most likely there."""
+    if target is not None:
+        try:
+            pieces = task.encode(target)
+        except ValueError as err:
+            raise UsageError(f"--target: {err}") from None
+        if len(pieces) != 1:
+            raise UsageError(f"--target {target!r} is {len(pieces)} tokens of this model; give one token")
+        return pieces[0], f"--target {target}"
+    if position + 1 < len(ids):
+        return int(ids[position + 1]), f"the token after position {position} (the default; --target picks another)"
+    guess = int(logits[0, position].numpy().argmax())
+    return guess, (f"the model's most likely token after position {position}, where the sequence ends "
+                   "(the default; --target picks another)")
+
+
+@dataclass
+class LayerGraph:
+    """One layer's attention computation with the gradients of a target: what --graph draws and the page shows."""
+
+    layer: int
+    position: int  # where the target is predicted
+    target: str  # the target token as the tables show it
+    why_target: str
+    tensors: dict[str, mg.Tensor]  # the layer's trace: q, k, v, scores, weights, out, each with its .grad
+    STEPS: ClassVar[str] = ("step 1: scores = q @ kᵀ · 1/√d_k (MatMul of q and k's Permute, then Mul)\n"
+             "step 2: the causal mask (Add: + 0, or + -inf after the query)\n"
+             "step 3: weights = the softmax of each row\n"
+             "step 4: the weighted sum weights @ v (MatMul); the heads merged side by side into out (Permute, Reshape)")
+
+    @property
+    def title(self) -> str:
+        B, nh, T, hs = self.tensors["q"].shape
+        return (f"Attention of layer {self.layer}: all {nh} heads at once, batched as the engine computes them\n"
+                f"(q, k, v: (B, nh, T, hs) = {(B, nh, T, hs)}); gradients of log p({self.target} after position "
+                f"{self.position})")
+
+    def draw(self) -> Graph:
+        """The graph from q, k and v to out, named by the trace, with the gradients the trace kept."""
+        t = self.tensors
+        return mg.draw(t["out"], params=t, inputs=(t["q"], t["k"], t["v"]), title=f"{self.title}\n{self.STEPS}")
+
+
+def layer_graph(task: Task, steps: Steps, traced: GradientTrace) -> LayerGraph:
+    """The graph of the layer explain shows for its query position (--layer, else choose_head's)."""
+    layer = steps.heads[traced.position][0]
+    return LayerGraph(layer, traced.position, shown(task.vocab[traced.target]), traced.why_target,
+                      traced.layers[layer])
 
 
 def shares(w: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -210,10 +317,11 @@ def choose_head(weights: list[np.ndarray], query: int, layer: int | None, head: 
 
 
 def explain_example(model: nn.Module, task: Task, ids: Sequence[int], layer: int | None = None, head: int | None = None,
-                    query: int | None = None) -> Steps:
+                    query: int | None = None, traced: GradientTrace | None = None) -> Steps:
     """Print the four steps for one layer, head and query position of the token sequence `ids`, and why
-    those were chosen; return every head's steps (attention_steps), which the table was read from."""
-    steps = attention_steps(model, task, ids, layer, head, query)
+    those were chosen; return every head's steps (attention_steps, of traced where given), which the table was read
+    from."""
+    steps = attention_steps(model, task, ids, layer, head, query, traced)
     print(table(steps))
     return steps
 
@@ -257,6 +365,27 @@ def check_png(path: str) -> None:
     check_output("--png", path, "attention.png")
 
 
+GRAPH_FORMATS = (".dot", ".svg", ".png")
+
+
+def check_graph(path: str) -> None:
+    """Before any work: --graph's suffix picks the picture; .svg and .png need the graphviz package and program."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in GRAPH_FORMATS:
+        raise UsageError(f"--graph {path}: the file's suffix picks the picture, one of {', '.join(GRAPH_FORMATS)} "
+                         f"(.dot is the DOT text and needs nothing)")
+    if suffix != ".dot":
+        try:
+            import graphviz  # noqa: F401
+        except ImportError:
+            raise UsageError(f"--graph {path} needs the graphviz package: pip install -e '.[draw]' (or give a .dot "
+                             "file)") from None
+        if shutil.which("dot") is None:
+            raise UsageError(f"--graph {path} needs Graphviz's dot program: apt-get install graphviz (brew install "
+                             "graphviz), or give a .dot file")
+    check_output("--graph", path, "attention.svg")
+
+
 def check_output(flag: str, path: str, example: str) -> None:
     """Before any work: the file of `flag` must be a file name in a folder that exists."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -280,9 +409,21 @@ def write_atomically(path: str, flag: str, write: Callable[[str], object]) -> No
             os.unlink(tmp)
 
 
-def write_page(steps: Steps, path: str) -> None:
-    """The explain page of `steps` (explain_page.page_html) written to `path`, atomically."""
-    write_atomically(path, "--html", lambda tmp: Path(tmp).write_text(page_html(steps), encoding="utf-8"))
+def write_graph(graph: LayerGraph, path: str) -> None:
+    """graph.draw() written to `path`, atomically: the DOT text, or the picture its suffix names."""
+    picture, suffix = graph.draw(), Path(path).suffix.lower()
+    if suffix == ".dot":
+        write_atomically(path, "--graph", lambda tmp: Path(tmp).write_text(picture.source, encoding="utf-8"))
+    else:
+        write_atomically(path, "--graph", lambda tmp: Path(tmp).write_bytes(picture.pipe(suffix[1:])))
+    print(f"wrote {path}: layer {graph.layer}'s attention, gradients of log p({graph.target} after position "
+          f"{graph.position})")
+
+
+def write_page(steps: Steps, path: str, graph: LayerGraph | None = None) -> None:
+    """The explain page of `steps` (explain_page.page_html), with the layer graph where given, written to `path`,
+    atomically."""
+    write_atomically(path, "--html", lambda tmp: Path(tmp).write_text(page_html(steps, graph), encoding="utf-8"))
     print(f"wrote {path}: open it in a browser")
 
 

@@ -1,36 +1,125 @@
 """The explain page: explain.Steps as one self-contained HTML file (inline CSS and JavaScript, the numbers as JSON, no
 network, no web fonts) where a reader clicks a token, a head and a key to see the four steps and the neuron view.
 `python train.py explain --html FILE` writes it; it needs only token strings and the model's trace. It reads a Steps
-by its fields, so it imports nothing from explain.py, which imports it.
+(and a LayerGraph: one layer's graph, laid out here without Graphviz) by their fields, so it imports nothing from
+explain.py, which imports it.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from typing import Any
 
 import numpy as np
 
+from minigrad import core
+from minigrad.picture import between, edge_of
 
-def page_data(steps: Any) -> dict[str, Any]:
+
+def page_data(steps: Any, graph: Any = None) -> dict[str, Any]:
     """The numbers the page shows, as JSON-ready lists of float64 (each one the exact double the text table
-    formats, so the page's rounding matches it); a non-finite number is refused, since JSON has none."""
+    formats, so the page's rounding matches it); a non-finite number is refused, since JSON has none. With a
+    LayerGraph, its nodes and its tensors' values and gradients too (graph_data)."""
     arrays = {name: getattr(steps, name) for name in ("scores", "weights", "shares", "q", "k")}  # products: q * k in JS
+    check_finite(arrays)
+    return {"tokens": steps.labels, "text": steps.text, "d_k": int(steps.q.shape[-1]), "query": steps.query,
+            "why_query": steps.why_query, "heads": [list(choice) for choice in steps.heads],
+            "kept": steps.kept.tolist(), **{name: a.tolist() for name, a in arrays.items()},
+            "graph": None if graph is None else graph_data(graph)}
+
+
+def check_finite(arrays: dict[str, np.ndarray]) -> None:
+    """JSON has no NaN or infinity: a page of them is refused, naming the array."""
     for name, a in arrays.items():
         if not np.isfinite(a).all():
             raise ValueError(f"the model's attention {name} {a.shape} has non-finite values; no page is written")
-    return {"tokens": steps.labels, "text": steps.text, "d_k": int(steps.q.shape[-1]), "query": steps.query,
-            "why_query": steps.why_query, "heads": [list(choice) for choice in steps.heads],
-            "kept": steps.kept.tolist(), **{name: a.tolist() for name, a in arrays.items()}}
 
 
-def page_html(steps: Any) -> str:
+def graph_data(graph: Any) -> dict[str, Any]:
+    """A LayerGraph for the page: its nodes (the ops from q, k and v to out, and the trace's tensors by name), each
+    with its parents, in the order of the forward pass (graph_svg lays them out), and each tensor's values and
+    gradient as (nh, T, n) lists: for head h and position i, the row [h][i] (of out: head h's part of it)."""
+    t = graph.tensors
+    inputs = {id(edge_of(t[name])) for name in ("q", "k", "v")}
+    names = {id(edge_of(tensor)): name for name, tensor in t.items()}
+    nodes: list[dict[str, Any]] = []
+    index: dict[int, int] = {}  # id(edge) -> the node that stands for its tensor
+    for edge in between(t["out"], [t["q"], t["k"], t["v"]]):
+        if isinstance(edge, core.Output):  # one output of a node of several: the node stands for it
+            index[id(edge)] = index[id(edge.parents[0])]
+            continue
+        parents = []
+        if id(edge) not in inputs:  # an op, drawn as a box, fed by what its inputs stand for
+            parents = [index[id(p)] for p in edge.parents if p is not None and id(p) in index]
+            nodes.append({"op": type(edge).__name__, "shape": list(edge.shape), "parents": parents})
+            parents = [len(nodes) - 1]
+        if id(edge) in names:  # a tensor of the trace, drawn as an ellipse below the op that computed it
+            nodes.append({"name": names[id(edge)], "shape": list(edge.shape), "parents": parents})
+        index[id(edge)] = len(nodes) - 1
+    nh = t["q"].shape[1]
+    values = {name: by_head(tensor.numpy(), nh) for name, tensor in t.items()}
+    grads = {name: by_head(tensor.grad.numpy(), nh) for name, tensor in t.items()}
+    check_finite(values | {f"gradient of {name}": g for name, g in grads.items()})
+    return {"layer": graph.layer, "position": graph.position, "target": graph.target, "why_target": graph.why_target,
+            "title": graph.title, "steps": graph.STEPS, "nodes": nodes,
+            "values": {name: a.tolist() for name, a in values.items()},
+            "grads": {name: a.tolist() for name, a in grads.items()}}
+
+
+def by_head(a: np.ndarray, nh: int) -> np.ndarray:
+    """A traced tensor of one sequence as (nh, T, n) float64: (1, nh, T, n) as it is, out (1, T, nh*hs) cut into
+    its heads' parts."""
+    a = a[0].astype(np.float64)
+    return a if a.ndim == 3 else a.reshape(a.shape[0], nh, -1).transpose(1, 0, 2)  # (T, nh*hs) -> (nh, T, hs)
+
+
+ROW, COLUMN, BOX_W, BOX_H = 54, 150, 136, 32  # the graph's layout, in pixels
+
+
+def graph_svg(nodes: list[dict[str, Any]]) -> str:
+    """The nodes as an SVG picture, top to bottom in the order of the forward pass: each node one row below its
+    lowest parent; in a row, the sources in the order q, k, v, and the others in order of appearance."""
+    row_of: list[int] = []  # the parents come first in nodes
+    for node in nodes:
+        row_of.append(1 + max(row_of[p] for p in node["parents"]) if node["parents"] else 0)
+    rows: dict[int, list[int]] = {}
+    for i, r in enumerate(row_of):
+        rows.setdefault(r, []).append(i)
+    rows[0].sort(key=lambda i: "qkv".index(nodes[i]["name"]))
+    width = COLUMN * max(len(row) for row in rows.values())
+    xy = {i: (width * (c + 0.5) / len(row), ROW * (r + 0.5)) for r, row in rows.items() for c, i in enumerate(row)}
+    height = ROW * len(rows)
+    parts = [f'<svg viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img">']
+    for i, node in enumerate(nodes):  # an edge runs down from its parent's column, then turns to the node
+        for p in node["parents"]:
+            (x0, y0), (x1, y1) = xy[p], xy[i]
+            y0, bend, y1 = y0 + BOX_H / 2, y1 - BOX_H / 2 - ROW / 4, y1 - BOX_H / 2
+            dx, dy = (x1 - x0) / math.hypot(x1 - x0, y1 - bend), (y1 - bend) / math.hypot(x1 - x0, y1 - bend)
+            head = " ".join(f"{x1 - 7 * dx + a * 3.5 * dy:.1f},{y1 - 7 * dy - a * 3.5 * dx:.1f}" for a in (1, -1))
+            parts.append(f'<path class="edge" d="M{x0:.0f},{y0:.0f} L{x0:.0f},{bend:.0f} L{x1:.0f},{y1:.0f}"/>'
+                         f'<polygon class="arrow" points="{head} {x1:.0f},{y1:.0f}"/>')
+    for i, node in enumerate(nodes):
+        x, y = xy[i]
+        if "name" in node:  # its name, and its shape below in small type
+            shape = f'<ellipse cx="{x:.0f}" cy="{y:.0f}" rx="{BOX_W / 2:.0f}" ry="{BOX_H / 2:.0f}"/>'
+            label = (f'<text x="{x:.0f}" y="{y - 2:.0f}">{html.escape(node["name"])}</text>'
+                     f'<text class="shape" x="{x:.0f}" y="{y + 10:.0f}">{tuple(node["shape"])}</text>')
+        else:
+            shape = f'<rect x="{x - BOX_W / 2:.0f}" y="{y - BOX_H / 2:.0f}" width="{BOX_W}" height="{BOX_H}" rx="4"/>'
+            label = f'<text x="{x:.0f}" y="{y + 4:.0f}">{html.escape(node["op"])}</text>'
+        parts.append(f'<g class="gnode {"tensor" if "name" in node else "op"}" data-node="{i}">{shape}{label}</g>')
+    return "".join(parts) + "</svg>"
+
+
+def page_html(steps: Any, graph: Any = None) -> str:
     """The whole page: the data as JSON in a script tag (with "<" escaped, so no token can end the tag)."""
-    data = json.dumps(page_data(steps), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    data = page_data(steps, graph)
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return fill(PAGE, title=html.escape(f"Attention of every head for {steps.text!r}"), css=CSS, js=JS,
-                data=data.replace("<", "\\u003c"))
+                data=text.replace("<", "\\u003c"), graph="" if graph is None else graph_svg(data["graph"]["nodes"]))
 
 
 def fill(template: str, **values: str) -> str:
@@ -114,6 +203,21 @@ PAGE = """<!doctype html>
   </table>
   <p id="neuron-sum" class="formula"></p>
 </section>
+<section id="graph-view">
+  <h2 id="graph-title"></h2>
+  <p id="graph-note" class="hint"></p>
+  <p id="graph-steps" class="hint"></p>
+  <p id="why-target" class="why"></p>
+  <div id="graph-picture">{graph}</div>
+  <p class="hint">Boxes: the engine's operations; ellipses: the tensors the trace keeps. Click one for its numbers.
+    </p>
+  <h3 id="node-title"></h3>
+  <p id="node-note" class="hint"></p>
+  <table id="node-table" class="numbers">
+    <thead><tr><th id="node-index"></th><th>value</th><th>gradient</th></tr></thead>
+    <tbody></tbody>
+  </table>
+</section>
 </div>
 <script type="application/json" id="data">{data}</script>
 <script>{js}</script>
@@ -184,6 +288,18 @@ table.numbers { border-collapse: collapse; font-variant-numeric: tabular-nums; }
 #neuron-table td.bars div { position: absolute; top: 3px; height: 12px; }
 #neuron-table td.bars .zero { left: 50%; width: 1px; background: #999; top: 0; height: 100%; }
 ol.legend { margin: .3rem 0 .6rem; padding-left: 1.5rem; }
+#graph-note, #graph-steps { white-space: pre-line; }
+#graph-picture svg { display: block; max-width: 100%; height: auto; }
+#graph-picture text { text-anchor: middle; }
+#graph-picture text.shape { font-size: 10px; fill: #555; }
+#graph-picture .gnode { cursor: pointer; }
+#graph-picture .edge { fill: none; stroke: #777; }
+#graph-picture .arrow { fill: #777; }
+#graph-picture .gnode text { font: 12px var(--mono); }
+#graph-picture .op rect { fill: #dde8f6; stroke: #557; }
+#graph-picture .tensor ellipse { fill: #fff; stroke: #555; }
+#graph-picture .gnode.open rect, #graph-picture .gnode.open ellipse { stroke: var(--accent); stroke-width: 3; }
+#node-table th, #node-table td { padding: .1rem .6rem; text-align: right; white-space: nowrap; }
 ol.legend li { margin: .15rem 0; }
 """
 
@@ -194,7 +310,9 @@ const T = D.tokens.length, LAYERS = D.scores.length, HEADS = D.scores[0].length;
 const VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"];
 const DIVERGING = ["#053061", "#2a71b2", "#6bacd1", "#c2ddec", "#f7f6f6", "#fbccb4", "#e48066", "#ba2832", "#67001f"];
 // what is shown: the query position, the open head, and the key of the neuron view (null: the most attended)
-const state = {query: D.query, layer: D.heads[D.query][0], head: D.heads[D.query][1], key: null};
+const G = D.graph;  // one layer's graph with its gradients, or null
+const state = {query: D.query, layer: D.heads[D.query][0], head: D.heads[D.query][1], key: null,
+               node: G === null ? null : G.nodes.findIndex(n => n.name === "weights")};
 
 // Python's format(x, f".{d}f"): the nearest decimal with d digits, and a tie (x * 2^(d+1) an odd integer,
 // exactly halfway) to the even digit, where toFixed would round away from zero
@@ -352,6 +470,44 @@ function renderNeuron() {  // the score of the query and one key, taken apart in
     `step 1's score of key ${key}`;
 }
 
+function buildGraph() {
+  if (G === null) { document.getElementById("graph-view").hidden = true; return; }
+  document.querySelectorAll("#graph-picture .gnode").forEach(g => {
+    g.addEventListener("click", () => { state.node = +g.dataset.node; render(); });
+  });
+}
+
+function renderGraph() {  // the open node's shape, and its values and gradient for the open head and query
+  if (G === null) return;
+  const {head: h, query: q} = state, node = G.nodes[state.node], shape = `(${node.shape.join(", ")})`;
+  document.getElementById("graph-title").textContent = `The graph of layer ${G.layer}`;
+  document.getElementById("graph-note").textContent = G.title;
+  document.getElementById("graph-steps").textContent = G.steps;
+  document.getElementById("why-target").textContent = `target: ${G.target}, ${G.why_target}`;
+  document.querySelectorAll("#graph-picture .gnode").forEach(g => g.classList.toggle("open",
+                                                                                   +g.dataset.node === state.node));
+  const rows = [];
+  if (node.name === undefined) {
+    document.getElementById("node-title").textContent = `${node.op}: computes a tensor of shape ${shape}`;
+    document.getElementById("node-note").textContent =
+      "The trace keeps the tensors drawn as ellipses: click one for its values and gradient.";
+  } else {
+    const keys = node.name === "scores" || node.name === "weights";  // a row over the keys; else over dimensions
+    document.getElementById("node-title").textContent = `${node.name}: shape ${shape}, ` +
+      `layer ${G.layer}, head ${h}, ${keys ? "query" : "position"} ${token(q)}`;
+    document.getElementById("node-note").textContent = `gradient: d log p(${G.target} after position ` +
+      `${G.position}) / d ${node.name}` + (node.name === "scores" ? "; a masked key's is exactly 0" : "") +
+      (node.name === "out" ? `; out is (B, T, nh·hs): head ${h}'s part of position ${q}` : "");
+    document.getElementById("node-index").textContent = keys ? "key" : "n";
+    const values = G.values[node.name][h][q], grads = G.grads[node.name][h][q];
+    values.forEach((x, n) => rows.push(el("tr", {data: {index: n}}, [
+      el("td", {textContent: keys ? token(n) : n}), el("td", {class: "value", textContent: fixed(x, 4)}),
+      el("td", {class: "grad", textContent: grads[n] === 0 ? "0" : grads[n].toPrecision(4)})])));
+  }
+  document.getElementById("node-table").hidden = node.name === undefined;
+  document.querySelector("#node-table tbody").replaceChildren(...rows);
+}
+
 function render() {
   document.querySelectorAll("#tokens button").forEach(b => {
     b.classList.toggle("query", +b.dataset.pos === state.query);
@@ -368,9 +524,11 @@ function render() {
   renderMatrix();
   renderSteps();
   renderNeuron();
+  renderGraph();
 }
 
 buildTokens();
 buildGrid();
+buildGraph();
 render();
 """

@@ -4,7 +4,19 @@ Start at core.py (Tensor, Function, backward), then the op modules; docs/layout.
 
 import sys as _sys
 
-from minigrad import amp, autograd, backends, cuda, distributed, functional, lr_scheduler, nn, optim, utils
+from minigrad import (
+    amp,
+    autograd,
+    backends,
+    cuda,
+    distributed,
+    functional,
+    lr_scheduler,
+    nn,
+    optim,
+    second_order,  # noqa: F401  (registers the formulas create_graph=True runs)
+    utils,
+)
 from minigrad.activations import log_softmax, softmax
 from minigrad.amp import autocast
 from minigrad.backend import Generator, cuda_available, device, manual_seed
@@ -56,7 +68,7 @@ from minigrad.elementwise import (
     tanh,
     where,
 )
-from minigrad.finite_differences import GradcheckError, gradcheck
+from minigrad.finite_differences import GradcheckError, gradcheck, gradgradcheck
 from minigrad.legacy import BoolTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor
 from minigrad.matmul import matmul
 from minigrad.optimized import compile
@@ -108,12 +120,13 @@ from minigrad.tensor import Function, Tensor, enable_grad, is_grad_enabled, no_g
 # torch.optim.lr_scheduler: the schedulers, minigrad/lr_scheduler.py (which builds on optim.py), under that name too;
 # one module under two names, as minigrad.nn.functional is minigrad.functional
 optim.lr_scheduler = lr_scheduler
-_sys.modules["minigrad.optim.lr_scheduler"] = lr_scheduler
+_sys.modules[optim.__name__ + ".lr_scheduler"] = lr_scheduler  # so that PyTorch's import path works too
 
 __all__ = [
     "Function", "GradcheckError", "Tensor", "autograd", "bool_", "compiled", "cuda_available", "draw", "enable_grad",
-    "float32", "float64", "functional", "fused", "gradcheck", "int64", "is_compiled_enabled", "is_fused_enabled",
-    "is_grad_enabled", "load", "lr_scheduler", "manual_seed", "nn", "no_grad", "optim", "save", "set_grad_enabled",
+    "float32", "float64", "functional", "fused", "gradcheck", "gradgradcheck", "int64", "is_compiled_enabled",
+    "is_fused_enabled", "is_grad_enabled", "load", "lr_scheduler", "manual_seed", "nn", "no_grad", "optim", "save",
+    "set_grad_enabled",
     # PyTorch's namespace around the engine: dtype names, devices, torch.cuda, torch.backends, inference_mode
     "bfloat16", "double", "float", "float16", "half", "int", "int32", "long", "device", "cuda", "backends",
     "inference_mode", "utils",

@@ -34,8 +34,8 @@ class SoftmaxFunction(Function):
 
     def forward(self, x):
         xp = backend.get_array_module(x)
-        x2 = as_rows(x)  # (N, L)
-        shifted = xp.subtract(x2, row_max(x2))  # x - max: changes nothing, but exp() can no longer overflow
+        x_rows = as_rows(x)  # (N, L)
+        shifted = xp.subtract(x_rows, row_max(x_rows))  # x - max: changes nothing, but exp() can no longer overflow
         exps = xp.exp(shifted, out=shifted)  # exp(x - max), in shifted's memory
         y = xp.divide(exps, row_sums(exps), out=exps)  # y = exp(x - max) / sum(exp(x - max)), in the exps' memory
         self.y = y  # (N, L)
@@ -44,9 +44,9 @@ class SoftmaxFunction(Function):
     def backward(self, dout):
         # in the forward pass this was: y = exp(x) / sum(exp(x)), so dy_i/dx_j = y_i * (delta_ij - y_j)
         xp = backend.get_array_module(dout)
-        d2 = as_rows(dout)  # (N, L)
-        dout_y = xp.multiply(d2, self.y)  # dout * y
-        centred = xp.subtract(d2, row_sums(dout_y), out=dout_y)  # dout - sum(dout * y), in dout_y's memory
+        dout_rows = as_rows(dout)  # (N, L)
+        dout_y = xp.multiply(dout_rows, self.y)  # dout * y
+        centred = xp.subtract(dout_rows, row_sums(dout_y), out=dout_y)  # dout - sum(dout * y), in dout_y's memory
         dx = xp.multiply(centred, self.y, out=centred)  # dx = y * (dout - sum(dout * y)), in the same memory
         return (dx.reshape(dout.shape),)
 
@@ -105,6 +105,7 @@ class SlopeFunction(Function):
     def forward(self, x):
         slope = bool(self.needs_input_grad)  # under no_grad (sampling) nothing needs dy/dx
         y, self.slope = in_blocks(self.block, x, slope=slope)
+        self.x = x if slope else None  # not for backward: for its graph under create_graph=True (second_order.py)
         return y
 
     def backward(self, dout):

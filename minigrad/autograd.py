@@ -1,22 +1,27 @@
 """torch.autograd around the core: the sweep that x.backward() and grad() run (core.Sweep with hooks, chosen
 inputs, version checks and sums that reuse memory), grad() (gradients of chosen inputs, returned without touching
-any .grad), backward(inputs=...), and torch.autograd's other names (Function, which also takes PyTorch's protocol:
-minigrad/custom_function.py; the grad-mode switches, graph_order).
+any .grad), backward(inputs=...), create_graph=True (GraphBackward: the same sweep, whose gradients are tensors of a
+graph, with the formulas of minigrad/second_order.py), and torch.autograd's other names (Function, which also takes
+PyTorch's protocol: minigrad/custom_function.py; the grad-mode switches, graph_order).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from minigrad import backend, core, versions
-from minigrad.core import FREED, graph_order
+from minigrad.core import FREED, checked_grads, graph_order
 from minigrad.custom_function import Function, once_differentiable
 from minigrad.hooks import hooks_of, run_hooks
 from minigrad.switches import enable_grad, no_grad, set_grad_enabled
 
-__all__ = ["Backward", "Function", "enable_grad", "grad", "graph_order", "no_grad", "once_differentiable",
-           "set_grad_enabled"]
+__all__ = ["Backward", "Function", "GraphBackward", "enable_grad", "grad", "graph_order", "no_grad",
+           "once_differentiable", "set_grad_enabled"]
+
+# A Function class -> its backward in tensor ops, formula(node, dout) -> one gradient per input, which
+# create_graph=True runs instead of node.backward; minigrad/second_order.py fills it (docs/backward.md)
+FORMULAS: dict[type[core.Function], Callable[..., Sequence[Any]]] = {}
 
 
 class Backward(core.Sweep):
@@ -68,15 +73,20 @@ class Backward(core.Sweep):
         if targets is not None and key not in self.needed:
             return None
         if targets is not None and self.early and key in targets and key in self.through:
-            self.captured[key] = dout.copy()  # an input asked for that the sweep goes past: before its hooks
+            self.captured[key] = self.kept(dout)  # an input asked for that the sweep goes past: before its hooks
         if hooks_of(edge):
             dout = run_hooks(edge, dout)
             self.owns.discard(key)  # a hook saw it (and may keep it): no longer ours to add into
         if targets is not None and key in targets and key not in self.captured:  # an input asked for
-            self.captured[key] = dout if key in self.owns else dout.copy()
+            self.captured[key] = dout if key in self.owns else self.kept(dout)
             if key not in self.through:
                 return None
         return dout
+
+    @staticmethod
+    def kept(dout: Any) -> Any:
+        """A gradient the sweep hands out (captured for grad()): a copy, as the sweep may add into dout later."""
+        return dout.copy()
 
     def input_grads(self, node: core.Function, dout: Any) -> Sequence[Any]:
         if isinstance(node, versions.Function):  # an array it kept (or an index tensor) written in place since? refused
@@ -105,7 +115,7 @@ class Backward(core.Sweep):
             self.grads[key] = dx
             self.owns.add(key)
         else:
-            self.grads[key] = total + dx
+            self.grads[key] = core.as_writable(total + dx)  # 0-d arrays add up to a NumPy scalar: as an array again
             self.owns.add(key)
 
     def accumulate_grad(self, leaf: core.Tensor, dout: Any) -> None:
@@ -113,6 +123,48 @@ class Backward(core.Sweep):
             leaf.grad = core.TENSOR.wrap(dout)
         else:
             super().accumulate_grad(leaf, dout)
+
+
+class GraphBackward(Backward):
+    """Backward with create_graph=True: the same sweep (order, targets, hooks, version checks), in grad mode, whose
+    gradients are tensors of a graph of their own, so that they can be differentiated in turn. Three extension
+    points change: a node's backward is its formula in tensor ops (FORMULAS), sums are recorded, and a leaf's
+    .grad is accumulated out of place (an earlier .grad may be part of a graph)."""
+
+    grad_mode = True
+
+    def start(self, t: core.Tensor, grad: Any, which: str) -> core.Function | core.Tensor:
+        edge = super().start(t, grad, which)  # checked, and filed as an array
+        filed = self.grads[id(edge)]
+        if not isinstance(filed, core.Tensor):  # the tensor given, which may be part of a graph itself (or a constant)
+            self.grads[id(edge)] = grad if isinstance(grad, core.Tensor) and grad.array is filed else \
+                core.TENSOR.wrap(filed)
+        return edge
+
+    @staticmethod
+    def kept(dout: core.Tensor) -> core.Tensor:
+        return dout  # a tensor of the graph: nothing adds into it
+
+    def input_grads(self, node: core.Function, dout: Any) -> Sequence[Any]:
+        if isinstance(node, versions.Function):
+            node.check_versions()
+        return checked_grads(node, formula_of(node)(node, dout))
+
+    add = core.Sweep.add  # total + dx: recorded, out of place
+
+    def accumulate_grad(self, leaf: core.Tensor, dout: core.Tensor) -> None:
+        leaf.grad = dout.clone() if leaf.grad is None else leaf.grad + dout  # out of place, in the graph
+
+
+def formula_of(node: core.Function) -> Callable[..., Sequence[Any]]:
+    """The backward of node's class (or of the teaching Function a compiled one stands for) in tensor ops."""
+    for cls in type(node).__mro__:
+        formula = FORMULAS.get(cls)
+        if formula is not None:
+            return formula
+    raise NotImplementedError(f"{node.op}: create_graph=True needs a backward written in tensor ops, and "
+                              f"{type(node).__name__} has only its backward on arrays; register one with "
+                              "minigrad.second_order.formula (docs/backward.md, 'Backward is a graph too')")
 
 
 def tensor_list(op: str, what: str, value: Any) -> list[core.Tensor]:
@@ -138,12 +190,6 @@ def targets_of(op: str, inputs: Any) -> dict[int, core.Tensor]:
     return targets
 
 
-def refuse_create_graph(op: str, create_graph: bool) -> None:
-    if create_graph:
-        raise NotImplementedError(f"{op}: create_graph=True (gradients of gradients) is not supported: backward "
-                                  "computes on arrays, outside the graph")
-
-
 class BackwardTensor:
     """The tensor's part, a layer of mg.Tensor: backward() with PyTorch's arguments."""
 
@@ -151,16 +197,19 @@ class BackwardTensor:
                  inputs: core.Tensor | Sequence[core.Tensor] | None = None) -> None:
         """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad, or only of `inputs` (leaves or
         not); `gradient` is d(loss)/d(self), needed when self is not a scalar. The graph's saved arrays are freed
-        unless retain_graph=True. As torch.Tensor.backward; create_graph=True is refused (see mg.autograd.grad)."""
-        refuse_create_graph("backward", create_graph)
+        unless retain_graph=True (by default: create_graph). create_graph=True makes each .grad a tensor of a graph,
+        accumulated out of place, so that it can be differentiated again. As torch.Tensor.backward."""
         targets = None if inputs is None else targets_of("backward", inputs)
         for t in (targets or {}).values():  # a non-leaf input retains its gradient, from now on too, as in PyTorch
             t.retain_grad()
-        sweep = Backward(bool(retain_graph), targets)
+        retain_graph = create_graph if retain_graph is None else retain_graph
+        sweep = (GraphBackward if create_graph else Backward)(bool(retain_graph), targets)
         sweep.run([self], [gradient])
         for key, t in (targets or {}).items():  # the leaves among the inputs (retain_grad's hook stored the others)
             g = sweep.captured.get(key)
-            if g is not None and t.is_leaf:  # accumulated as the sweep does a leaf's: g is ours (a copy)
+            if g is not None and t.is_leaf and create_graph:
+                sweep.accumulate_grad(t, g)
+            elif g is not None and t.is_leaf:  # accumulated as the sweep does a leaf's: g is ours (a copy)
                 if t.grad is None:
                     t.grad = core.TENSOR.wrap(g)
                 else:
@@ -176,9 +225,9 @@ def grad(outputs: core.Tensor | Sequence[core.Tensor], inputs: core.Tensor | Seq
     """d(outputs)/d(input) for each input, as torch.autograd.grad: new tensors, the leaves' .grad left as they were
     (a retained intermediate's is filled, as there), and only the part of the graph that leads to the inputs run.
     grad_outputs: d(loss)/d(output), one per output (None: 1 for a scalar). An input the outputs do not depend on is
-    refused, or gives None with allow_unused=True (zeros with materialize_grads=True)."""
+    refused, or gives None with allow_unused=True (zeros with materialize_grads=True). create_graph=True: each
+    gradient is a tensor of a graph (of the grad_outputs too, where they require grad), to differentiate again."""
     outputs, inputs = tensor_list("grad", "outputs", outputs), tensor_list("grad", "inputs", inputs)
-    refuse_create_graph("grad", create_graph)
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     elif not isinstance(grad_outputs, (list, tuple)):  # one gradient, for one output
@@ -186,8 +235,8 @@ def grad(outputs: core.Tensor | Sequence[core.Tensor], inputs: core.Tensor | Seq
     if len(grad_outputs) != len(outputs):
         raise ValueError(f"grad: {len(grad_outputs)} grad_outputs for {len(outputs)} outputs; give one for each "
                          "(None for a scalar output)")
-    grad_outputs = [g.array if isinstance(g, core.Tensor) else g for g in grad_outputs]
-    sweep = Backward(bool(retain_graph), targets_of("grad", inputs), early=True)
+    retain_graph = create_graph if retain_graph is None else retain_graph
+    sweep = (GraphBackward if create_graph else Backward)(bool(retain_graph), targets_of("grad", inputs), early=True)
     sweep.run(outputs, grad_outputs)
     allow_unused = materialize_grads if allow_unused is None else allow_unused
     results, given = [], set()
@@ -198,6 +247,9 @@ def grad(outputs: core.Tensor | Sequence[core.Tensor], inputs: core.Tensor | Seq
                                "allow_unused=True to get None for it")
         if g is None and materialize_grads:
             g = backend.get_array_module(t.array).zeros_like(t.array)
+        if isinstance(g, core.Tensor):  # create_graph=True: a tensor of the gradient's graph
+            results.append(g)
+            continue
         results.append(None if g is None else core.TENSOR.wrap(g.copy() if id(g) in given else g))
         given.add(id(g))
     return tuple(results)

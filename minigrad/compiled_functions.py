@@ -43,6 +43,7 @@ class CompiledSlope(SlopeFunction):
         if not kernels.takes(x):
             return super().forward(x)
         y, self.slope = getattr(kernels, self.kernel)(x, slope=bool(self.needs_input_grad))
+        self.x = x if self.needs_input_grad else None  # for create_graph=True, as SlopeFunction's
         return y
 
     def backward(self, dout):
@@ -63,9 +64,10 @@ class CompiledSoftmax(SoftmaxFunction):
     """Softmax's backward row by row, in one pass."""
 
     def backward(self, dout):
-        d2 = as_rows(dout)
-        if kernels.takes(d2) and kernels.takes(self.y):
-            dx = kernels.softmax_backward(d2, self.y, out=backend.get_array_module(d2).empty_like(d2))
+        dout_rows = as_rows(dout)
+        if kernels.takes(dout_rows) and kernels.takes(self.y):
+            dx = kernels.softmax_backward(dout_rows, self.y,
+                                          out=backend.get_array_module(dout_rows).empty_like(dout_rows))
             return (dx.reshape(dout.shape),)
         return super().backward(dout)
 
@@ -74,20 +76,20 @@ class CompiledLayerNorm(LayerNormFunction):
     """Layer norm's forward and backward row by row, each row in one pass."""
 
     def forward(self, x, *affine, eps):
-        x2 = as_rows(x)
-        self.compiled = all(kernels.takes(a) for a in (x2, *affine))  # kept for backward
+        x_rows = as_rows(x)
+        self.compiled = all(kernels.takes(a) for a in (x_rows, *affine))  # kept for backward
         if not self.compiled:
             return super().forward(x, *affine, eps=eps)
         w, b = (*affine, None, None)[:2]
-        y, self.xhat, self.rstd = kernels.layer_norm_forward(x2, w, b, eps)
+        y, self.xhat, self.rstd = kernels.layer_norm_forward(x_rows, w, b, eps)
         self.w = w
         return y.reshape(x.shape)
 
     def backward(self, dout):
-        d2 = as_rows(dout)
-        if not (self.compiled and kernels.takes(d2)):
+        dout_rows = as_rows(dout)
+        if not (self.compiled and kernels.takes(dout_rows)):
             return super().backward(dout)
-        dx, dw, db = kernels.layer_norm_backward(d2, self.xhat, self.rstd, self.w)
+        dx, dw, db = kernels.layer_norm_backward(dout_rows, self.xhat, self.rstd, self.w)
         dx = dx.reshape(dout.shape)
         return (dx,) if self.w is None else (dx, dw, db)[: len(self.needs_input_grad)]
 
@@ -98,10 +100,10 @@ class CompiledAttention(ScaledDotProductAttentionFunction):
 
     product = staticmethod(product)
 
-    def weights(self, qk, float_mask, hidden, scale):
-        if kernels.takes(qk) and not float_mask and (hidden is None or hidden.shape == qk.shape[-2:]):
-            return kernels.attention_weights(as_rows(qk), hidden, scale).reshape(qk.shape)
-        return super().weights(qk, float_mask, hidden, scale)
+    def weights(self, qk, float_mask, allowed, scale):
+        if kernels.takes(qk) and not float_mask and (allowed is None or allowed.shape == qk.shape[-2:]):
+            return kernels.attention_weights(as_rows(qk), allowed, scale).reshape(qk.shape)
+        return super().weights(qk, float_mask, allowed, scale)
 
     @staticmethod
     def softmax_backward(dp, p):

@@ -284,6 +284,8 @@ class Sweep:
     marked as extension points are where autograd.py's sweep adds hooks, chosen inputs, version checks, and sums
     that reuse memory."""
 
+    grad_mode = False  # backward computes outside the graph, as in PyTorch (create_graph=True: inside, autograd.py)
+
     def __init__(self, retain_graph: bool) -> None:
         self.retain_graph = retain_graph
         self.grads: dict[int, Any] = {}  # id(edge) -> its gradient so far (a list, for a node of several outputs)
@@ -292,7 +294,7 @@ class Sweep:
         """Sweep from `outputs`, each with its d(loss)/d(output) (None: 1 for a scalar)."""
         which = [f"output {i}: " if len(outputs) > 1 else "" for i in range(len(outputs))]
         starts = [self.start(t, g, w) for t, g, w in zip(outputs, gradients, which, strict=True)]
-        enabled, modes.grad = modes.grad, False  # backward computes outside the graph: grad mode off, as in PyTorch
+        enabled, modes.grad = modes.grad, self.grad_mode
         try:
             for edge in reversed(self.order(starts)):
                 dout = self.grads.pop(id(edge), None)
@@ -343,27 +345,7 @@ class Sweep:
         """node.backward(dout), checked: one gradient per input, each of its input's shape and dtype (an extension
         point: autograd.py checks versions first)."""
         dxs = node.backward(dout) if modes.hook is None else node.call("backward", dout)
-        name = type(node).__name__
-        if not isinstance(dxs, (tuple, list)):
-            raise TypeError(f"{name}.backward returned {type(dxs).__name__} instead of a tuple with one gradient "
-                            f"per input; for a single input write `return (dx,)`")
-        n = len(node.parents)
-        if len(dxs) > n and all(dx is None for dx in dxs[n:]):  # a None for each option, as PyTorch's backward gives
-            dxs = dxs[:n]
-        if len(dxs) != n:
-            raise TypeError(f"{name}.backward returned {len(dxs)} gradients for {n} inputs")
-        checked = []
-        for parent, dx in zip(node.parents, dxs, strict=True):
-            if dx is not None:
-                dx = as_writable(dx)
-                if parent is not None and (dx.shape != parent.shape or dx.dtype != parent.dtype):
-                    raise RuntimeError(
-                        f"{name}.backward returned a gradient of shape {dx.shape} and dtype {dx.dtype} for an input "
-                        f"of shape {parent.shape} and dtype {parent.dtype}"
-                        + ("; the gradient of an input that forward broadcast is summed back to its shape "
-                           "(arrays.unbroadcast)" if dx.shape != parent.shape else ""))
-            checked.append(dx)
-        return checked
+        return checked_grads(node, dxs)
 
     def add(self, edge: Function | Tensor, dx: Any) -> None:
         """A tensor used twice gets the sum of the gradients of its two uses (an extension point: autograd.py adds
@@ -378,3 +360,29 @@ class Sweep:
             leaf.grad = TENSOR.wrap(dout.copy())
         else:
             leaf.grad.array += dout
+
+
+def checked_grads(node: Function, dxs: Any) -> list[Any]:
+    """What a node's backward returned, checked: one gradient per input (arrays; tensors under create_graph=True),
+    each of its input's shape and dtype."""
+    name = type(node).__name__
+    if not isinstance(dxs, (tuple, list)):
+        raise TypeError(f"{name}.backward returned {type(dxs).__name__} instead of a tuple with one gradient "
+                        f"per input; for a single input write `return (dx,)`")
+    n = len(node.parents)
+    if len(dxs) > n and all(dx is None for dx in dxs[n:]):  # a None for each option, as PyTorch's backward gives
+        dxs = dxs[:n]
+    if len(dxs) != n:
+        raise TypeError(f"{name}.backward returned {len(dxs)} gradients for {n} inputs")
+    checked = []
+    for parent, dx in zip(node.parents, dxs, strict=True):
+        if dx is not None:
+            dx = as_writable(dx)
+            if parent is not None and (dx.shape != parent.shape or dx.dtype != parent.dtype):
+                raise RuntimeError(
+                    f"{name}.backward returned a gradient of shape {dx.shape} and dtype {dx.dtype} for an input "
+                    f"of shape {parent.shape} and dtype {parent.dtype}"
+                    + ("; the gradient of an input that forward broadcast is summed back to its shape "
+                       "(arrays.unbroadcast)" if dx.shape != parent.shape else ""))
+        checked.append(dx)
+    return checked

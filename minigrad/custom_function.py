@@ -56,10 +56,13 @@ class Custom(versions.Function):
     fn: type[Function]  # the PyTorch-style Function whose forward and backward this node runs
     non_differentiable: frozenset[int] = frozenset()  # ids of the output arrays marked so
     materialize_grads = True
-    saved: tuple[Any, ...] = ()
+    saved: tuple[Any, ...] = ()  # the arrays of the tensors save_for_backward was given (None for None)
+    saved_as: tuple[int | str | None, ...] = ()  # each one's place: input i, "output", or None (made in forward)
+    unpacked: tuple[core.Tensor | None, ...] | None = None  # ctx.saved_tensors, while backward runs
 
     def forward(self, *arrays: Any, args: tuple[Any, ...]) -> Any:
         fn = self.fn
+        inputs = [a for a in args if isinstance(a, core.Tensor)]
         self.is_tensor = tuple(isinstance(a, core.Tensor) for a in args)
         self.needs_input_grad = tuple(core.modes.grad and isinstance(a, core.Tensor) and a.requires_grad
                                       for a in args)
@@ -70,17 +73,39 @@ class Custom(versions.Function):
             raise TypeError(f"{fn.__name__}.forward must return a tensor or a tuple of tensors, got "
                             f"{type(out).__name__}")
         self.outputs = tuple((o.shape, o.dtype) for o in outs)
+        kept = self.__dict__.pop("to_save", ())  # the tensors themselves: only their arrays and places stay
+        places = {id(t): i for i, t in enumerate(inputs)}
+        outputs = {id(o) for o in outs}
+        self.saved = tuple(None if t is None else t.array for t in kept)
+        self.saved_as = tuple(None if t is None else places.get(id(t), "output" if id(t) in outputs else None)
+                              for t in kept)
         return tuple(o.array for o in outs) if isinstance(out, tuple) else out.array
 
     def backward(self, dout: Any) -> tuple[Any, ...]:
         douts = list(dout) if self.n_outputs is not None else [dout]
-        if self.materialize_grads:
-            xp = backend.get_array_module(next(d for d in douts if d is not None))
-            douts = [xp.zeros(shape, dtype) if d is None else d
-                     for d, (shape, dtype) in zip(douts, self.outputs, strict=True)]
-        grads = self.fn.backward(self, *[None if d is None else core.TENSOR.wrap(d) for d in douts])
-        grads = grads if isinstance(grads, tuple) else (grads,)  # a single tensor: the one argument's gradient
+        grads = self.run_backward([None if d is None else core.TENSOR.wrap(d) for d in douts],
+                                  [None if a is None else core.TENSOR.wrap(a) for a in self.saved])
+        return tuple(None if g is None else g.array for g in grads)
+
+    def run_backward(self, douts: list[core.Tensor | None], saved: list[core.Tensor | None],
+                     in_graph: bool = False) -> list[core.Tensor | None]:
+        """fn.backward(ctx, *douts) with ctx.saved_tensors = saved: one gradient per tensor input, checked. backward
+        above runs it on arrays wrapped as tensors; with create_graph=True (in_graph), minigrad/second_order.py runs
+        it on tensors of the graph, so that its gradients can be differentiated in turn."""
         name = self.fn.__name__
+        if in_graph and getattr(self.fn.backward, "once_differentiable", False):
+            raise RuntimeError(f"create_graph=True: {name}.backward is marked @once_differentiable, so its gradients "
+                               "cannot be differentiated (PyTorch refuses when they are; here, at once)")
+        if self.materialize_grads:
+            xp = backend.get_array_module(next(d for d in douts if d is not None).array)
+            douts = [core.TENSOR.wrap(xp.zeros(shape, dtype)) if d is None else d
+                     for d, (shape, dtype) in zip(douts, self.outputs, strict=True)]
+        self.unpacked = tuple(saved)
+        try:
+            grads = self.fn.backward(self, *douts)
+        finally:
+            self.unpacked = None
+        grads = grads if isinstance(grads, tuple) else (grads,)  # a single tensor: the one argument's gradient
         if len(grads) != len(self.is_tensor):
             raise RuntimeError(f"{name}.backward returned {len(grads)} gradients for {len(self.is_tensor)} arguments "
                                "of forward; return one per argument (None for a non-tensor)")
@@ -94,8 +119,8 @@ class Custom(versions.Function):
                 raise TypeError(f"{name}.backward returned a {type(g).__name__} for argument {i}; return a tensor "
                                 "or None")
             else:
-                dxs.append(None if g is None else g.array)
-        return tuple(dxs)
+                dxs.append(g)
+        return dxs
 
     # -- the ctx's methods, as PyTorch's --
     def save_for_backward(self, *tensors: core.Tensor | None) -> None:
@@ -104,13 +129,16 @@ class Custom(versions.Function):
             if t is not None and not isinstance(t, core.Tensor):
                 raise TypeError(f"save_for_backward: argument {i} is not a tensor or None (got {type(t).__name__} "
                                 f"{t!r:.40}); keep other values as attributes of ctx (ctx.k = k)")
-        self.saved = tuple(None if t is None else t.array for t in tensors)
+        self.to_save = tensors
 
     @property
     def saved_tensors(self) -> tuple[core.Tensor | None, ...]:
+        """The tensors save_for_backward was given, in backward (those of the graph under create_graph=True)."""
         if self.freed:
             raise RuntimeError(core.FREED)
-        return tuple(None if a is None else core.TENSOR.wrap(a) for a in self.saved)
+        if self.unpacked is None:
+            raise RuntimeError(f"{self.fn.__name__}: ctx.saved_tensors is read in backward")
+        return self.unpacked
 
     def mark_non_differentiable(self, *outputs: core.Tensor) -> None:
         """These outputs do not require grad; backward gets zeros for them."""
@@ -126,6 +154,7 @@ class Custom(versions.Function):
 
 
 def once_differentiable(backward: Callable[..., Any]) -> Callable[..., Any]:
-    """PyTorch's decorator for a backward that cannot itself be differentiated: the backward itself, as every backward
-    here runs outside the graph (gradients of gradients are not supported)."""
+    """PyTorch's decorator for a backward that cannot itself be differentiated: the backward itself, marked, so that
+    create_graph=True through it is refused in one line."""
+    backward.once_differentiable = True
     return backward

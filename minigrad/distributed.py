@@ -1,4 +1,4 @@
-"""Data parallelism over MPI (`mpiexec -n 4 python train.py --dist mpi`): rank 0's weights are broadcast, every rank
+"""Data parallelism over MPI (`mpiexec -n 4 python train.py --dist mpi`): rank 0's parameters are broadcast, every rank
 trains on its slice of each batch, and all_reduce sums the gradients, so every rank makes the same step. mpi4py
 (the mpi extra) moves NumPy arrays through its buffer interface; CuPy arrays go through NCCL where CuPy has it.
 docs/data-parallel.md explains it; a plain `python` process is a world of one.

@@ -398,7 +398,9 @@ class MaskedFillFunction(Function):
 
 
 def masked_fill(x: Tensor, mask: Any, value: float) -> Tensor:
-    """x with `value` where the boolean `mask` (broadcast to x's shape) is True."""
+    """x with `value` where the boolean `mask` (broadcast to x's shape) is True. True = fill, PyTorch's sense here, the
+    opposite of attn_mask's and minigrad's other masks (True = may attend): hide what a query may not see with
+    masked_fill(~allowed, -inf)."""
     if number_kind("masked_fill", value) == "f" and x.dtype.kind != "f":
         raise TypeError(f"masked_fill: float value {value} for a {x.dtype} tensor of shape {x.shape}")
     given, mask = mask, index_array("masked_fill", mask, x.device, "bf")

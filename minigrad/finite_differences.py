@@ -1,6 +1,7 @@
 """gradcheck: is a backward pass right? Each input's gradient from backward() is compared with central
 finite differences in float64. Users call it as mg.gradcheck(fn, *inputs); the table of every primitive
-that the tests and `python -m minigrad.gradcheck_cases` run is in gradcheck_cases.py.
+that the tests and `python -m minigrad.gradcheck_cases` run is in gradcheck_cases.py. gradgradcheck does the same
+for the gradient itself, computed with create_graph=True: second derivatives.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from minigrad import backend
-from minigrad.tensor import Tensor, no_grad
+from minigrad.autograd import grad
+from minigrad.shapes import cat
+from minigrad.tensor import Tensor, enable_grad, no_grad
 
 
 class GradcheckError(AssertionError):
@@ -99,6 +102,28 @@ def gradcheck(fn: Callable[..., Tensor], *inputs: Any, eps: float = 1e-6, atol: 
     if raise_exception and not result.passed:
         raise GradcheckError("gradient check failed:\n  " + "\n  ".join(result.failures()))
     return result
+
+
+def gradgradcheck(fn: Callable[..., Tensor], *inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
+                  rtol: float = 1e-3, seed: int = 0, raise_exception: bool = True) -> GradcheckResult:
+    """Check the second derivatives of fn, as torch.autograd.gradgradcheck: gradcheck of the function that maps the
+    inputs and an upstream gradient v (random, a float64 input of its own) to the gradients d(sum(fn(inputs) * v)) /
+    d(input), computed with create_graph=True. Its last report is v's (what the gradient's formula does with dout);
+    an input the gradient does not reach counts as a zero gradient."""
+    checked = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+    if not checked:
+        raise ValueError("gradgradcheck: no input is a tensor with requires_grad=True")
+    with no_grad():
+        shape, device = fn(*inputs).shape, inputs[checked[0]].device
+    v = Tensor.leaf(np.random.default_rng(seed + 1).standard_normal(shape), requires_grad=True, device=device)
+
+    def gradients(*args: Any) -> Tensor:
+        *xs, upstream = args
+        with enable_grad():  # gradcheck's finite differences run under no_grad
+            gs = grad(fn(*xs), [xs[i] for i in checked], upstream, create_graph=True, materialize_grads=True)
+        return cat([g.reshape(-1) for g in gs])
+
+    return gradcheck(gradients, *inputs, v, eps=eps, atol=atol, rtol=rtol, seed=seed, raise_exception=raise_exception)
 
 
 def _numeric(fn: Callable[..., Tensor], inputs: tuple[Any, ...], t: Tensor, upstream: Any, eps: float) -> np.ndarray:

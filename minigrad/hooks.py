@@ -54,17 +54,21 @@ def hooks_of(edge: core.Function | core.Tensor) -> tuple[Any, ...]:
 
 
 def run_hooks(edge: core.Function | core.Tensor, dout: Any) -> Any:
-    """The gradient of the tensor `edge` stands for, after its hooks (each may return a replacement)."""
+    """The gradient of the tensor `edge` stands for, after its hooks (each may return a replacement). Under
+    create_graph=True dout is a tensor of the gradient's graph: the hooks get it, and a tensor they return stays in
+    the graph."""
+    graph = isinstance(dout, core.Tensor)
     for hook in hooks_of(edge):
-        result = hook(core.TENSOR.wrap(dout, False))
+        result = hook(dout if graph else core.TENSOR.wrap(dout, False))
         if result is not None:
             new = core.as_writable(result.array if isinstance(result, core.Tensor) else result)
-            if (getattr(new, "shape", None), getattr(new, "dtype", None)) != (dout.shape, dout.dtype) \
-                    or backend.device_of(new) != backend.device_of(dout):
+            array = dout.array if graph else dout
+            if (getattr(new, "shape", None), getattr(new, "dtype", None)) != (array.shape, array.dtype) \
+                    or backend.device_of(new) != backend.device_of(array):
                 raise RuntimeError(f"hook {getattr(hook, '__name__', hook)!r} returned {type(new).__name__} "
                                    f"{getattr(new, 'shape', '')} {getattr(new, 'dtype', '')} for a gradient of "
-                                   f"shape {dout.shape} and dtype {dout.dtype} on {backend.device_of(dout)}")
-            dout = new
+                                   f"shape {array.shape} and dtype {array.dtype} on {backend.device_of(array)}")
+            dout = (result if isinstance(result, core.Tensor) else core.TENSOR.wrap(new)) if graph else new
     return dout
 
 
@@ -76,7 +80,9 @@ class RetainGrad:
 
     def __call__(self, grad: core.Tensor) -> None:
         t = self.tensor()
-        if t is not None:
+        if t is not None and grad.requires_grad:  # create_graph=True: .grad keeps the gradient's graph, as PyTorch's
+            t.grad = grad.clone() if t.grad is None else t.grad + grad
+        elif t is not None:
             t.grad = core.TENSOR.wrap(grad.array.copy() if t.grad is None else t.grad.array + grad.array)
 
 

@@ -287,39 +287,39 @@ def _layer_norm_backward_rows(dout, xhat, rstd, w, dx, dw, db, blocks):
 
 # ---- attention's weights by rows (sdpa.py's ScaledDotProductAttentionFunction.forward) ----
 
-def attention_weights(s: np.ndarray, hidden: np.ndarray | None, scale: float) -> np.ndarray:
-    """softmax(s * scale) along each row of s (N, S), -inf where hidden (L, S) is True for row r's query r % L
+def attention_weights(s: np.ndarray, allowed: np.ndarray | None, scale: float) -> np.ndarray:
+    """softmax(s * scale) along each row of s (N, S), -inf where allowed (L, S) is False for row r's query r % L
     (None: no mask), in place; a row that sees no key gets zeros (the forward's NumPy code, step by step)."""
-    _attention_rows(s, hidden, F(scale))
+    _attention_rows(s, allowed, F(scale))
     return s
 
 
 @pjit
-def _attention_rows(s, hidden, scale):
+def _attention_rows(s, allowed, scale):
     n, m = s.shape
-    queries = hidden.shape[0] if hidden is not None else 1
+    queries = allowed.shape[0] if allowed is not None else 1
     for r in numba.prange(n):
         # the row's max, as _flip orders floats (a NaN score has a NaN exp, so the row's total and every weight
         # are NaN, as in NumPy, whatever the max)
         row, top = s[r], np.int32(-2**31)
-        # two loops, not one asking `hidden is None` per element: that one was not vectorised (1.8 against 0.4 ms)
-        if hidden is None:
+        # two loops, not one asking `allowed is None` per element: that one was not vectorised (1.8 against 0.4 ms)
+        if allowed is None:
             for j in range(m):
                 row[j] *= scale
                 top = max(top, _flip(_bits_of_float(row[j])))
         else:
-            hide = hidden[r % queries]
+            sees = allowed[r % queries]
             for j in range(m):
-                row[j] = F(-math.inf) if hide[j] else row[j] * scale
+                row[j] = row[j] * scale if sees[j] else F(-math.inf)
                 top = max(top, _flip(_bits_of_float(row[j])))
         most = _float_with_bits(_flip(top))
-        if hidden is not None and most == -math.inf:  # sees no key: exp(-inf - 0) = 0, not NaN
+        if allowed is not None and most == -math.inf:  # sees no key: exp(-inf - 0) = 0, not NaN
             most = F(0.0)
         total = F(0.0)
         for j in range(m):
             row[j] = exp32(row[j] - most)
             total += row[j]
-        if hidden is not None and total == 0:  # and its weights stay 0 (0 / 1)
+        if allowed is not None and total == 0:  # and its weights stay 0 (0 / 1)
             total = F(1.0)
         for j in range(m):
             row[j] /= total

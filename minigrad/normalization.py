@@ -26,11 +26,11 @@ class LayerNormFunction(Function):
 
     def forward(self, x, *affine, eps):
         xp = backend.get_array_module(x)
-        x2 = as_rows(x)  # (N, C)
+        x_rows = as_rows(x)  # (N, C)
         w, b = (*affine, None, None)[:2]  # (C,) each, or None
-        inv_c = 1 / max(x2.shape[1], 1)  # C = 0: nothing to normalise, y is empty (as in PyTorch)
-        mean = row_sums(x2) * inv_c  # (N, 1)
-        centred = xp.subtract(x2, mean)  # x - mean, (N, C)
+        inv_c = 1 / max(x_rows.shape[1], 1)  # C = 0: nothing to normalise, y is empty (as in PyTorch)
+        mean = row_sums(x_rows) * inv_c  # (N, 1)
+        centred = xp.subtract(x_rows, mean)  # x - mean, (N, C)
         squares = xp.multiply(centred, centred)  # (x - mean)^2, (N, C): y is computed in its memory below
         var = row_sums(squares) * inv_c  # mean((x - mean)^2), (N, 1)
         rstd = 1 / xp.sqrt(var + eps)  # (N, 1)
@@ -46,17 +46,17 @@ class LayerNormFunction(Function):
 
     def backward(self, dout):
         xp = backend.get_array_module(dout)
-        xhat, d2, w = self.xhat, as_rows(dout), self.w  # (N, C), (N, C), (C,)
+        xhat, dout_rows, w = self.xhat, as_rows(dout), self.w  # (N, C), (N, C), (C,)
         dw = db = None
         inv_c = 1 / max(xhat.shape[1], 1)
         # in the forward pass this was: y = xhat * w + b
-        dout_xhat = xp.multiply(d2, xhat)  # dout * xhat, (N, C)
+        dout_xhat = xp.multiply(dout_rows, xhat)  # dout * xhat, (N, C)
         if w is not None:
-            dw, db = column_sums(dout_xhat), column_sums(d2)  # (C,) each: summed over the rows
-            dxhat = xp.multiply(d2, w)  # dxhat = dout * w, (N, C)
+            dw, db = column_sums(dout_xhat), column_sums(dout_rows)  # (C,) each: summed over the rows
+            dxhat = xp.multiply(dout_rows, w)  # dxhat = dout * w, (N, C)
             dxhat_xhat = xp.multiply(dxhat, xhat, out=dout_xhat)  # dxhat * xhat, in dout_xhat's memory
         else:
-            dxhat = d2.copy()  # dxhat = dout, copied: dx is computed in its memory below
+            dxhat = dout_rows.copy()  # dxhat = dout, copied: dx is computed in its memory below
             dxhat_xhat = dout_xhat
         # and before that: xhat = (x - mean) * rstd, where x enters three ways, one term each:
         # directly, through mean (N, 1), and through rstd (N, 1)

@@ -419,7 +419,7 @@ def _scratch_for(scratch: threading.local, piece: Any) -> Any:
 
 
 def decay_groups(named_params: Iterable[tuple[str, Tensor]], weight_decay: float) -> list[dict[str, Any]]:
-    """Two groups, as GPT-2 training does: matrices (ndim >= 2) decay; biases and LayerNorm weights do not."""
+    """Two groups, as GPT-2 training does: matrices (ndim >= 2) decay; biases and LayerNorm's weight vectors do not."""
     params = list(named_params)
     return [{"params": [p for _, p in params if p.ndim >= 2], "weight_decay": weight_decay},
             {"params": [p for _, p in params if p.ndim < 2], "weight_decay": 0.0}]

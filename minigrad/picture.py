@@ -6,6 +6,7 @@ its gradient where one is kept: a leaf's .grad, an intermediate's where retain_g
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -29,8 +30,12 @@ class Graph:
         """Write the picture to path (+ '.svg' or '.png'), through the graphviz package; returns the file's path."""
         return _graphviz().Source(self.source).render(outfile=f"{path}.{format}", format=format, cleanup=True)
 
+    def pipe(self, format: str = "svg") -> bytes:
+        """The picture's bytes (SVG or PNG), through the graphviz package."""
+        return _graphviz().Source(self.source).pipe(format=format)
+
     def _repr_svg_(self) -> str:
-        return _graphviz().Source(self.source).pipe(format="svg").decode()
+        return self.pipe("svg").decode()
 
 
 def _graphviz() -> Any:
@@ -43,31 +48,41 @@ def _graphviz() -> Any:
     return graphviz
 
 
-def draw(tensor: core.Tensor, params: dict[str, core.Tensor] | None = None, max_nodes: int = 300) -> Graph:
+def draw(tensor: core.Tensor, params: dict[str, core.Tensor] | None = None, max_nodes: int = 300,
+         inputs: Sequence[core.Tensor] = (), title: str | None = None) -> Graph:
     """The graph that computed `tensor`. params (e.g. dict(model.named_parameters())) names the leaves, as
-    torchviz's make_dot; max_nodes cuts a larger graph, saying how much was left out."""
+    torchviz's make_dot, and any other tensor of the graph it holds; max_nodes cuts a larger graph, saying how much
+    was left out. inputs: tensors where the picture starts (what computed them is left out), such as one layer's
+    q, k and v; title: a line above the picture."""
     if not isinstance(tensor, core.Tensor):
         raise TypeError(f"draw: expected a tensor, got {type(tensor).__name__}")
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
         raise ValueError(f"draw: max_nodes must be a positive int, got {max_nodes!r}")
-    names = {id(t): name for name, t in (params or {}).items()}
-    start = tensor.grad_fn or tensor
-    order = core.graph_order(start)
+    names = {id(edge_of(t)): name for name, t in (params or {}).items()}
+    starts = {id(edge_of(t)) for t in inputs}
+    start = edge_of(tensor)
+    order = between(tensor, inputs)
     shown = order[-max_nodes:]  # the edges nearest the output: the order puts each after its inputs
     ids = {id(edge) for edge in shown}
     lines = ["digraph {", '  rankdir="LR"', '  node [fontname="monospace" fontsize=10]']
+    if title is not None:
+        label = _quote(title).replace("\n", "\\n")  # a line of the title each
+        lines.append(f'  graph [label="{label}" labelloc="t" fontname="monospace" fontsize=11]')
     for edge in shown:
         if isinstance(edge, core.Tensor):  # a leaf
             lines.append(f'  t{id(edge)} [shape=ellipse label="{_leaf_label(edge, names)}"]')
             continue
         output = tensor if edge is start else None
+        if id(edge) in starts:  # an input: the tensor alone, not the node that computed it
+            lines.append(f'  t{id(edge)} [shape=ellipse label="{_result_label(edge, output, names)}"]')
+            continue
         if isinstance(edge, core.Output):  # output `index` of a node of several outputs
-            lines.append(f'  t{id(edge)} [shape=ellipse label="{_result_label(edge, output)}"]')
+            lines.append(f'  t{id(edge)} [shape=ellipse label="{_result_label(edge, output, names)}"]')
             lines.append(f'  n{id(edge.parents[0])} -> t{id(edge)} [label="{edge.index}"]')
             continue
         lines.append(f'  n{id(edge)} [shape=box style=filled fillcolor="#dde8f6" label="{_op_label(edge)}"]')
         if edge.n_outputs is None:  # and the one tensor it computed (a node of several: their Output edges)
-            lines.append(f'  t{id(edge)} [shape=ellipse label="{_result_label(edge, output)}"]')
+            lines.append(f'  t{id(edge)} [shape=ellipse label="{_result_label(edge, output, names)}"]')
             lines.append(f"  n{id(edge)} -> t{id(edge)}")
         for i, parent in enumerate(edge.parents):
             if parent is not None and id(parent) in ids:  # a tensor used twice has two edges out
@@ -80,24 +95,48 @@ def draw(tensor: core.Tensor, params: dict[str, core.Tensor] | None = None, max_
     return Graph("\n".join(lines))
 
 
+def edge_of(t: core.Tensor) -> core.Function | core.Tensor:
+    """The graph edge that stands for a tensor: the node that computed it, or the leaf itself."""
+    return t.grad_fn or t
+
+
+def between(tensor: core.Tensor, inputs: Sequence[core.Tensor] = ()) -> list[core.Function | core.Tensor]:
+    """The edges of the graph that computed `tensor`, each after its inputs; with inputs, only those computed from
+    them (and the inputs themselves): the part of the graph that leads from the inputs to the tensor."""
+    order = core.graph_order(edge_of(tensor))
+    if not inputs:
+        return order
+    kept = {id(edge_of(t)) for t in inputs}
+    for edge in order:  # an edge comes after its parents, so one pass finds every edge computed from the inputs
+        if isinstance(edge, core.Function) and id(edge) not in kept \
+                and any(p is not None and id(p) in kept for p in edge.parents):
+            kept.add(id(edge))
+    return [edge for edge in order if id(edge) in kept]
+
+
 def _op_label(node: core.Function) -> str:
     freed = "\\n(saved arrays freed by backward)" if node.freed else ""
     return f"{type(node).__name__}{freed}"
 
 
 def _leaf_label(t: core.Tensor, names: dict[int, str]) -> str:
-    name = names.get(id(t), "leaf").replace('"', "'")
+    name = _quote(names.get(id(t), "leaf"))
     return f"{name}\\n{_describe(t.shape, t.dtype, t.device)}{_values(t.array)}\\n{_gradient(t.grad)}"
 
 
-def _result_label(edge: core.Function, output: core.Tensor | None) -> str:
-    """The tensor an op computed: its shape and dtype, and its gradient where one is kept."""
+def _result_label(edge: core.Function, output: core.Tensor | None, names: dict[int, str]) -> str:
+    """The tensor an op computed: its name where params gave one, shape and dtype, and its gradient where kept."""
     kept = output if output is not None and output.grad is not None else None
     for hook in hooks_of(edge):
         if isinstance(hook, RetainGrad) and hook.tensor() is not None:
             kept = hook.tensor()
     gradient = _gradient(kept.grad) if kept is not None else "grad: not kept (retain_grad() keeps it)"
-    return f"{_describe(edge.shape, edge.dtype, None)}\\n{gradient}"
+    name = f"{_quote(names[id(edge)])}\\n" if id(edge) in names else ""
+    return f"{name}{_describe(edge.shape, edge.dtype, None)}\\n{gradient}"
+
+
+def _quote(text: str) -> str:
+    return text.replace('"', "'")
 
 
 def _describe(shape: tuple[int, ...], dtype: Any, device: str | None) -> str:

@@ -12,13 +12,13 @@ from minigrad import backend
 from minigrad.arrays import as_rows, broadcasts_to, dropout_scale, index_array, row_max, row_sums, unbroadcast
 from minigrad.dtypes import check_float
 from minigrad.matmul import product
-from minigrad.shapes import future_keys
+from minigrad.shapes import allowed_keys
 from minigrad.tensor import Function, Tensor
 
 # ---- scaled dot-product attention ----
 
 class ScaledDotProductAttentionFunction(Function):
-    """out = P V,  P = softmax(S) along the keys,  S = Q K^T * scale + mask  (S = -inf where hidden)
+    """out = P V,  P = softmax(S) along the keys,  S = Q K^T * scale + mask  (S = -inf where a key is not allowed)
 
     dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(dP * P))  (softmax's backward, row by row),
     dQ = dS K * scale,  dK = dS^T Q * scale,  dmask = dS  (a float mask is added to S).
@@ -29,31 +29,31 @@ class ScaledDotProductAttentionFunction(Function):
 
     product = staticmethod(product)  # a @ b, arranged for BLAS (matmul.py)
 
-    def forward(self, q, k, v, *float_mask, hidden, scale, dropout_p):
+    def forward(self, q, k, v, *float_mask, allowed, scale, dropout_p):
         qk = self.product(q, k.swapaxes(-1, -2))  # Q K^T, (..., L, S)
-        p = self.weights(qk, float_mask, hidden, scale)  # P = softmax(S), S = Q K^T * scale + mask, in qk's memory
+        p = self.weights(qk, float_mask, allowed, scale)  # P = softmax(S), S = Q K^T * scale + mask, in qk's memory
         self.q, self.k, self.v, self.p, self.scale, self.drop = q, k, v, p, scale, None
         if dropout_p:
             self.drop = dropout_scale(p, dropout_p)
             return self.product(p * self.drop, v)
         return self.product(p, v)
 
-    def weights(self, qk, float_mask, hidden, scale):
-        """P = softmax(S) along the keys, S = Q K^T * scale + mask, -inf where hidden; a row that sees no key is
-        all 0. Speed: in place here and below, S is computed in qk's memory (with a float mask, in the sum's), and
-        S - max, its exps and P in S's: one (..., L, S) array."""
+    def weights(self, qk, float_mask, allowed, scale):
+        """P = softmax(S) along the keys, S = Q K^T * scale + mask, -inf where not allowed (allowed: True = may
+        attend); a row that sees no key is all 0. Speed: in place here and below, S is computed in qk's memory (with
+        a float mask, in the sum's), and S - max, its exps and P in S's: one (..., L, S) array."""
         xp = backend.get_array_module(qk)
-        s = xp.multiply(qk, scale, out=qk)  # S = Q K^T * scale (+ mask, -inf where hidden)
+        s = xp.multiply(qk, scale, out=qk)  # S = Q K^T * scale (+ mask, -inf where not allowed)
         if float_mask:
             s = s + float_mask[0]
             self.mask_shape = float_mask[0].shape
-        if hidden is not None:
-            xp.copyto(s, s.dtype.type(-math.inf), where=hidden)  # a scalar: no array for it
+        if allowed is not None:
+            xp.copyto(s, s.dtype.type(-math.inf), where=~allowed)  # a scalar: no array for it
         # each row's largest score; with no keys (S = 0) there is none, and the output is zeros, as in PyTorch
         # (row_max and row_sums: the fast reductions along a short last axis, as F.softmax's)
         rows = s.shape[:-1] + (1,)
         m = row_max(as_rows(s)).reshape(rows) if s.shape[-1] else xp.zeros(rows, dtype=s.dtype)
-        masked = hidden is not None or bool(float_mask)
+        masked = allowed is not None or bool(float_mask)
         if masked:  # a query that may see no key: its row is all -inf; exp(-inf - 0) = 0, not NaN
             xp.copyto(m, 0, where=m == -math.inf)
         shifted = xp.subtract(s, m, out=s)  # S - max
@@ -117,16 +117,16 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                          "do not broadcast") from None
     if not 0 <= dropout_p <= 1:
         raise ValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
-    hidden, float_mask = None, ()
+    allowed, float_mask = None, ()
     if is_causal:
         if attn_mask is not None:
             raise ValueError(f"{op}: pass attn_mask or is_causal=True, not both")
         n = max(L, S)  # query i sees keys 0..i, aligned top left as PyTorch's (the square's first L rows, S columns)
-        hidden = future_keys(n, n, query.device)[:L, :S]  # True: a key in the future, j > i
+        allowed = allowed_keys(n, n, query.device)[:L, :S]  # True: a key no later than the query, j <= i
     elif attn_mask is not None:
-        hidden, float_mask = _mask(op, attn_mask, query, scores)
+        allowed, float_mask = _mask(op, attn_mask, query, scores)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
-    return ScaledDotProductAttentionFunction.apply(query, key, value, *float_mask, hidden=hidden, scale=scale,
+    return ScaledDotProductAttentionFunction.apply(query, key, value, *float_mask, allowed=allowed, scale=scale,
                                                    dropout_p=dropout_p)
 
 
@@ -148,7 +148,7 @@ def _shared_heads(op: str, query: Tensor, key: Tensor, value: Tensor) -> tuple[T
 
 
 def _mask(op: str, attn_mask: Any, query: Tensor, scores: tuple[int, ...]) -> tuple[Any, tuple[Tensor, ...]]:
-    """(hidden, ()) for a boolean mask, hidden = where it is False; (None, (mask,)) for a float mask."""
+    """(allowed, ()) for a boolean mask, True where a query may attend; (None, (mask,)) for a float mask."""
     if not (isinstance(attn_mask, Tensor) and attn_mask.dtype.kind == "f"):  # a Tensor keeps its graph edge
         mask = index_array(op, attn_mask, query.device, "biuf")
         if mask.dtype.kind not in "bf":
@@ -157,4 +157,4 @@ def _mask(op: str, attn_mask: Any, query: Tensor, scores: tuple[int, ...]) -> tu
         attn_mask = mask if mask.dtype.kind == "b" else Tensor.wrap(mask.astype(query.dtype, copy=False), False)
     if not broadcasts_to(attn_mask.shape, scores):
         raise ValueError(f"{op}: attn_mask of shape {attn_mask.shape} does not broadcast to the scores' shape {scores}")
-    return (None, (attn_mask,)) if isinstance(attn_mask, Tensor) else (~attn_mask, ())
+    return (None, (attn_mask,)) if isinstance(attn_mask, Tensor) else (attn_mask, ())

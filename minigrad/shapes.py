@@ -518,21 +518,22 @@ def causal_mask(T: int, T_k: int | None = None, *, dtype: DType = float32, devic
 def additive_mask(T: int, T_k: int, dtype: DType, device: str) -> Any:
     """causal_mask's (T, T_k) array, read-only: made once per shape, dtype and device (speed: attention adds it in
     every layer of every step)."""
-    mask = backend.module_for(device).where(future_keys(T, T_k, device), dtype.type(-math.inf), dtype.type(0))
+    mask = backend.module_for(device).where(allowed_keys(T, T_k, device), dtype.type(0), dtype.type(-math.inf))
     if device == "cpu":
         mask.flags.writeable = False
     return mask
 
 
 @functools.lru_cache(maxsize=32)
-def future_keys(T: int, T_k: int, device: str) -> Any:
-    """(T, T_k) booleans, True where key j lies in query i's future, j > i + T_k - T (causal_mask's -inf), read-only:
-    made once per shape (speed: attention asks for it in every layer of every step)."""
+def allowed_keys(T: int, T_k: int, device: str) -> Any:
+    """(T, T_k) booleans, True where query i may attend to key j, j <= i + T_k - T (causal_mask's 0s), as PyTorch's
+    boolean attn_mask (True: may attend); read-only: made once per shape (speed: attention asks for it in every layer
+    of every step)."""
     xp = backend.module_for(device)
-    future = xp.triu(xp.ones((T, T_k), dtype=bool), k=T_k - T + 1)  # key j later than query i, at i + T_k - T
+    allowed = xp.tril(xp.ones((T, T_k), dtype=bool), k=T_k - T)  # key j no later than query i, at i + T_k - T
     if device == "cpu":
-        future.flags.writeable = False
-    return future
+        allowed.flags.writeable = False
+    return allowed
 
 
 # ---- gather ----

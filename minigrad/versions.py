@@ -145,14 +145,19 @@ class CopySlices(Function):
 
     def backward(self, dout):
         xp = backend.get_array_module(dout)
-        where = xp.arange(math.prod(self.base_shape)).reshape(self.base_shape)  # each element's flat position
-        for cls, options, index in self.steps:  # ... cut as the view was: the positions the view covers
-            where = cls().forward(where, **options)
-            where = where if index is None else where[index]
+        where = self.positions(xp)
         flat = xp.ascontiguousarray(dout).reshape(-1)
         dbase = flat.copy()
         dbase[where.reshape(-1)] = 0
         return dbase.reshape(self.base_shape), flat[where]
+
+    def positions(self, xp: Any) -> Any:
+        """The flat position in the base of each element of the view (an array of the view's shape)."""
+        where = xp.arange(math.prod(self.base_shape)).reshape(self.base_shape)  # each element's flat position
+        for cls, options, index in self.steps:  # ... cut as the view was: the positions the view covers
+            where = cls().forward(where, **options)
+            where = where if index is None else where[index]
+        return where
 
 
 # ---- the tensor's side: its counter, its view, and writes in place ----

@@ -1,5 +1,5 @@
 """Multi-head causal self-attention, in the order of docs/self-attention.md: project x to Q, K and V, split the
-heads, step 1 scores Q K^T / sqrt(d_k), step 2 causal mask, step 3 softmax, step 4 weighted sum of V, merge the
+heads, step 1 scores Q K^T / sqrt(hs), step 2 causal mask, step 3 softmax, step 4 weighted sum of V, merge the
 heads, output projection. Shapes: B batch, T time, C channels (d_model), nh heads, hs head size (d_k).
 """
 
@@ -57,7 +57,7 @@ class MultiHeadSelfAttention(nn.Module):
         self.q_proj = nn.Linear(d_model, n_heads * hs, bias)  # W_Q of every head, side by side
         self.k_proj = nn.Linear(d_model, n_kv_heads * hs, bias)  # W_K
         self.v_proj = nn.Linear(d_model, n_kv_heads * hs, bias)  # W_V
-        self.proj = nn.Linear(n_heads * hs, d_model, bias)  # mixes the heads' outputs back into C channels
+        self.proj = nn.Linear(n_heads * hs, d_model, bias)  # the output projection W_O: the heads mixed into C channels
         self.attn_dropout = nn.Dropout(dropout)
         self.resid_dropout = nn.Dropout(dropout)
         self.rotary = rotary
@@ -103,7 +103,7 @@ class MultiHeadSelfAttention(nn.Module):
         """The walkthrough's four steps: q (B, nh, T, hs) against k and v (B, nh, T_k, hs) -> (B, nh, T, hs)."""
         T, T_k, hs = q.shape[2], k.shape[2], q.shape[3]
 
-        # step 1, scores: each query against every key, divided by sqrt(d_k) to keep softmax well scaled
+        # step 1, scores: each query against every key, divided by sqrt(hs) to keep softmax well scaled
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T_k)
 
         # step 2, causal mask: a position may not look at later positions (their scores become -inf)
@@ -125,11 +125,11 @@ class MultiHeadSelfAttention(nn.Module):
 
     def qkv_heads(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """q, k and v of forward's two steps (projections, head split) from one matrix product: one BLAS call on a
-        matrix three times as wide runs faster than three (docs/performance.md). The weights stay three parameters,
-        joined for this product (their gradients are rows of its gradient); its output is cut along the heads, as
-        views, so that backward gathers the heads' gradients with one copy. Under mg.compiled() only (with the one
-        attention node), whose products read such views where they lie: NumPy's stacked products on them made a fused
-        step slower, not faster. The same q, k, v as heads()."""
+        matrix three times as wide runs faster than three (docs/performance.md). The three weight matrices stay three
+        parameters, joined for this product (their gradients are rows of its gradient); its output is cut along the
+        heads, as views, so that backward gathers the heads' gradients with one copy. Under mg.compiled() only (with
+        the one attention node), whose products read such views where they lie: NumPy's stacked products on them made
+        a fused step slower, not faster. The same q, k, v as heads()."""
         B, T, _ = x.shape
         projections = (self.q_proj, self.k_proj, self.v_proj)
         weight = mg.cat([p.weight for p in projections])  # (nh*hs + 2 n_kv*hs, C)

@@ -74,7 +74,7 @@ class MLP(nn.Module):
         super().__init__()
         hidden = 4 * d_model if hidden is None else hidden
         self.fc = nn.Linear(d_model, hidden, bias)
-        self.proj = nn.Linear(hidden, d_model, bias)
+        self.proj = nn.Linear(hidden, d_model, bias)  # the down projection, back to C channels
         self.dropout = nn.Dropout(dropout)
         self.gelu = gelu
 
@@ -108,7 +108,7 @@ class DecoderModel(nn.Module):
     @classmethod
     def from_pretrained(cls, path: str, dtype: Any = "float32", device: str = "cpu", dropout: float = 0.0
                         ) -> DecoderModel:
-        """GPT.from_pretrained: a GPT with the weights of a local Hugging Face GPT-2 folder (gpt2, distilgpt2, ...);
+        """GPT.from_pretrained: a GPT with the parameters of a local Hugging Face GPT-2 folder (gpt2, distilgpt2, ...);
         Llama.from_pretrained: a Llama of a LlamaForCausalLM folder. In dtype (float32 or float64) on device, `dropout`
         to fine-tune with; models/pretrained.py maps the names and refuses, in one line, a folder it cannot load."""
         from models import pretrained  # it builds GPTs and Llamas: imported when called, not by this module
@@ -234,7 +234,7 @@ class GPT(DecoderModel):
         self.ln_f = nn.LayerNorm(config.n_embd, config.layer_norm_eps, bias=config.bias)
         # the head shares the token embedding (GPT-2's tie), unless the config unties it
         self.lm_head = None if config.tie_word_embeddings else nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        self.init_weights(".proj.weight")  # the residual projections: attention's and the MLP's output projections
+        self.init_weights(".proj.weight")  # the residual projections: attention's output and the MLP's down projection
 
     def forward(self, idx: Any, targets: Any = None, *, caches: list[KVCache] | None = None, start: int = 0,
                 trace: Trace | None = None) -> tuple[Tensor, Tensor | None]:

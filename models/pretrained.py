@@ -59,7 +59,7 @@ class PretrainedError(ValueError):
 
 def load(path: str, dtype: Any = "float32", device: str = "cpu", expect: type | None = None,
          dropout: float = 0.0) -> GPT | Llama:
-    """The GPT or Llama of the Hugging Face folder `path`, its weights in `dtype` (float32, or float64) on `device`.
+    """The GPT or Llama of the Hugging Face folder `path`, its parameters in `dtype` (float32, or float64) on `device`.
     expect: the model class the caller wants; a folder of the other architecture is refused. dropout: for fine-tuning
     (a config.json has none)."""
     dtype = np.dtype(dtype)
@@ -208,7 +208,7 @@ def llama_config(hf: dict[str, Any], path: str) -> LlamaConfig:
 
 
 def gpt2_plan(config: GPTConfig) -> Plan:
-    """GPT-2's tensor names -> minigrad's. c_attn holds W_Q, W_K, W_V side by side; Conv1D weights are (in, out)."""
+    """GPT-2's tensor names -> minigrad's. c_attn holds W_Q, W_K, W_V side by side; Conv1D matrices are (in, out)."""
     plan: Plan = {"wte.weight": (["wte.weight"], False), "wpe.weight": (["wpe.weight"], False)}
     for i in range(config.n_layer):
         h, b = f"h.{i}.", f"blocks.{i}."
@@ -244,7 +244,7 @@ def plan_of(config: GPTConfig | LlamaConfig) -> Plan:
 
 
 def ignored(config: GPTConfig | LlamaConfig, model_class: type) -> set[str]:
-    """Tensors a folder may hold that are not weights: older files' causal masks and rotary tables, and the head
+    """Tensors a folder may hold that are not parameters: older files' causal masks and rotary tables, and the head
     of a tied model saved beside the embedding it equals."""
     if model_class is GPT:
         extra = {f"h.{i}.attn.{buffer}" for i in range(config.n_layer) for buffer in ("bias", "masked_bias")}
@@ -354,11 +354,11 @@ def safetensors_open() -> Any:
 
 
 def check_memory(path: str, tensors: list[tuple[str, str, tuple[int, ...], str]], dtype: np.dtype, device: str) -> None:
-    """Refuse, before allocating, weights that cannot fit: every parameter in `dtype`, and room to read and convert
+    """Refuse, before allocating, parameters that cannot fit: every parameter in `dtype`, and room to read and convert
     the largest tensor beside them. Sampling adds a few activations of one sequence (a few percent for GPT-2)."""
     sizes = [int(np.prod(shape)) for _, _, shape, _ in tensors]
     need = sum(sizes) * dtype.itemsize + max(sizes) * (dtype.itemsize + 8)
-    for where in dict.fromkeys(["cpu", device]):  # the host reads the file; a GPU then holds the weights too
+    for where in dict.fromkeys(["cpu", device]):  # the host reads the file; a GPU then holds the parameters too
         free = runtime.available_memory(where)
         if need > free:
             raise MemoryError(f"loading {path} needs about {need / 2**30:,.2f} GiB ({sum(sizes):,} parameters in "

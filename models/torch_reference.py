@@ -1,5 +1,5 @@
 """The GPT and LLaMA-style model in PyTorch: the oracles the tests compare with and the GPT the benchmark times.
-from_minigrad(model) copies a minigrad model's weights in, under the same names; TorchLlama is written with PyTorch's
+from_minigrad(model) copies a minigrad model's parameters in, under the same names; TorchLlama is written with PyTorch's
 own pieces (nn.RMSNorm, complex rotations, SDPA with enable_gqa). Needs torch; models/__init__.py does not import it.
 """
 
@@ -39,8 +39,8 @@ class MultiHeadSelfAttention(nn.Module):
             out = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)  # (B, nh, T, hs)
         else:
             scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T)
-            future = torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), diagonal=1)
-            scores = scores.masked_fill(future, float("-inf"))
+            allowed = torch.tril(torch.ones(T, T, dtype=torch.bool, device=x.device))  # True: may attend
+            scores = scores.masked_fill(~allowed, float("-inf"))  # masked_fill's True = fill
             weights = F.softmax(scores, dim=-1)  # (B, nh, T, T)
             out = self.attn_dropout(weights) @ v  # (B, nh, T, hs)
         out = out.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
@@ -51,7 +51,7 @@ class MLP(nn.Module):
     def __init__(self, C: int, dropout: float, bias: bool, gelu: str) -> None:
         super().__init__()
         self.fc = nn.Linear(C, 4 * C, bias)
-        self.proj = nn.Linear(4 * C, C, bias)
+        self.proj = nn.Linear(4 * C, C, bias)  # the down projection
         self.dropout = nn.Dropout(dropout)
         self.approximate = gelu  # F.gelu's: "tanh", GPT-2's GELU, or "none", the exact one (nanoGPT's nn.GELU())
 
@@ -175,7 +175,7 @@ class TorchLlama(nn.Module):
 
 def from_minigrad(model: Any, dtype: torch.dtype = torch.float64, device: str = "cpu", sdpa: bool = False
                   ) -> nn.Module:
-    """A TorchGPT or TorchLlama with `model`'s config, weights and training mode, in `dtype` on `device`; with
+    """A TorchGPT or TorchLlama with `model`'s config, parameters and training mode, in `dtype` on `device`; with
     `sdpa` the GPT's attention runs F.scaled_dot_product_attention, not the written-out steps (TorchLlama always)."""
     reference = TorchLlama if type(model).__name__ == "Llama" else TorchGPT
     ref = reference(model.config).to(dtype=dtype, device=device)  # convert first: loading copies into this dtype

@@ -166,6 +166,42 @@ def test_saved_tensors_are_version_checked_and_freed_as_a_nodes_arrays():
         y.sum().backward()
 
 
+class Once(mg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    @mg.autograd.once_differentiable
+    def backward(ctx, dy):
+        x, = ctx.saved_tensors
+        return 2 * x * dy
+
+
+def test_once_differentiable_runs_once_and_refuses_create_graph_in_one_line():
+    x = mg.tensor([3.0], requires_grad=True)
+    Once.apply(x).backward()
+    assert x.grad.tolist() == [6.0]
+    with pytest.raises(RuntimeError, match="Once.backward is marked @once_differentiable") as err:
+        mg.autograd.grad(Once.apply(x).sum(), x, create_graph=True)
+    assert "\n" not in str(err.value)
+
+
+def test_double_backward_through_a_pytorch_style_function_is_pytorchs():
+    """create_graph=True runs the Function's own backward on tensors of the graph, its saved input back in it."""
+    hessians = []
+    for lib in (mg, torch):
+        x = lib.tensor([0.3, -1.2, 2.0], dtype=lib.float64, requires_grad=True)
+        (g,) = lib.autograd.grad(legendre_class(lib).apply(x * 1).sum(), x, create_graph=True)
+        (h,) = lib.autograd.grad((g * g).sum(), x)
+        hessians.append((g.detach().numpy(), h.numpy()))
+    np.testing.assert_allclose(hessians[0][0], hessians[1][0], rtol=1e-12)
+    np.testing.assert_allclose(hessians[0][1], hessians[1][1], rtol=1e-12)
+    x = mg.tensor(np.random.default_rng(2).standard_normal(4), requires_grad=True)
+    assert mg.gradgradcheck(legendre_class(mg).apply, x)
+
+
 def test_mark_dirty_is_refused_once_differentiable_passes_and_minigrads_own_protocol_still_runs():
     class Dirty(mg.autograd.Function):
         @staticmethod

@@ -19,13 +19,24 @@ def test_the_array_underneath_is_x_array_and_grad_and_data_are_tensors():
     assert isinstance(x.grad, mg.Tensor) and isinstance(x.data, mg.Tensor)
 
 
-def test_create_graph_is_refused():
-    x = mg.ones(2, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="create_graph"):
-        mg.autograd.grad((x * x).sum(), [x], create_graph=True)
-    t = torch.ones(2, requires_grad=True)
-    (g,) = torch.autograd.grad((t * t).sum(), [t], create_graph=True)
-    assert g.requires_grad  # PyTorch builds the gradient's graph
+def test_create_graph_needs_a_second_formula_for_a_function_of_your_own():
+    """Gradients of gradients run each primitive's backward written in tensor ops; a Function in minigrad's own
+    protocol, whose backward is on arrays, is refused under create_graph=True until it registers one. PyTorch's
+    Function differentiates its backward as written."""
+
+    class Square(mg.Function):
+        def forward(self, x):
+            self.x = x
+            return x * x
+
+        def backward(self, dout):
+            return (2 * self.x * dout,)
+
+    x = mg.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(NotImplementedError, match="create_graph=True needs a backward written in tensor ops"):
+        mg.autograd.grad(Square.apply(x).sum(), [x], create_graph=True)
+    (g,) = mg.autograd.grad((x * x).sum(), [x], create_graph=True)  # the primitives have theirs
+    assert g.requires_grad
 
 
 def test_size_is_a_plain_tuple_and_a_dim_out_of_range_is_a_value_error():

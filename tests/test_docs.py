@@ -13,8 +13,10 @@ How those files mark their code blocks (GitHub shows them as ordinary code):
 - Expected output: a line "..." stands for any number of lines, "..." inside a line for any text, and
   blank lines are ignored. Numbers with a decimal point match to 1% plus two units of their last digit,
   since float32 training rounds differently with another CPU or thread count; the rest matches exactly.
-Every `folder/file` in backticks must exist, and every "`path.py`, `Name`" pair must name a function or class
-defined in that file. Inline code that quotes a line (an assignment, `y = f(x)`, or a statement, `for ...:`) or
+Every `folder/file` in backticks must exist, and every "`path.py`, `Name`" pair, "`path.py: Name`" and
+`module.name` (a module of minigrad/ or models/, as `shapes.allowed_keys` or `minigrad.runtime.run_parallel`) must
+name something defined or imported in that file; the comments and docstrings of minigrad/ and models/ are held to
+the same `module.name` rule. Inline code that quotes a line (an assignment, `y = f(x)`, or a statement, `for ...:`) or
 names a method (`self.name`) in a sentence that names one such pair, or in a table whose header names one, must
 be in that definition (spaces aside).
 """
@@ -27,6 +29,7 @@ import io
 import json
 import re
 import shlex
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +42,13 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 QUOTE_SOURCE = re.compile(r"\(`([\w/.-]+\.py)`,\s+`([A-Za-z_][\w.]*)`\):\s*$")
 NAMED_CODE = re.compile(r"`([\w/.-]+\.py)`,\s+`(?![\w/.-]+\.(?:py|md|ipynb|toml|sh)`)([A-Za-z_][\w.]*)(?:\(\))?`")
 PATH = re.compile(r"`((?:[\w.-]+/)+[\w.-]+\.(?:py|md|ipynb|toml|png|sh))`")  # paths with a folder
+INLINE = re.compile(r"`([^`\n]+)`")
+FILE_COLON_NAME = re.compile(r"`([\w/.-]+\.py):\s*([A-Za-z_][\w.]*)`")  # `minigrad/shapes.py: allowed_keys`
+SOURCES = sorted([*(ROOT / "minigrad").glob("*.py"), *(ROOT / "models").glob("*.py")])
+# `cuda.X` and `tensor.X` are as often CuPy's cuda or a tensor's attribute: those are checked only as `minigrad.cuda.X`
+MODULES = {p.stem: p for p in SOURCES if p.stem != "__init__"}
+MODULE_NAME = re.compile(r"(?<![\w./-])(minigrad\.|models\.)?(" + "|".join(MODULES) + r")\.([A-Za-z_]\w*)")
+EXTENSIONS = {"py", "md", "html", "svg", "png", "ipynb", "txt", "json", "toml", "sh", "npz", "pt"}
 NUMBER = re.compile(r"[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
@@ -260,18 +270,76 @@ def test_quote_rules() -> None:
     assert not _in_order_and_nesting("b = 2\nif x:\n", source)  # out of order
 
 
+def _top_level_names(path: Path) -> set[str]:
+    """What `module.name` may name in the module at `path`: its functions, classes, assignments and imports."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    return names
+
+
+def unknown_module_names(text: str) -> list[str]:
+    """The `module.name` references in `text` (a module of minigrad/ or models/) whose module defines no such name."""
+    unknown = []
+    for m in MODULE_NAME.finditer(text):
+        package, module, name = m.groups()
+        if name in EXTENSIONS or (module in ("cuda", "tensor") and package is None):
+            continue
+        if name not in _top_level_names(MODULES[module]):
+            unknown.append(f"{m.group(0)}: {MODULES[module].relative_to(ROOT)} defines no {name}")
+    return unknown
+
+
+def missing_names(text: str) -> list[str]:
+    """The folders/files, "`path.py`, `Name`" pairs, `path.py: Name` and `module.name` of a markdown text that name
+    nothing (any longer)."""
+    missing = [f"`{name}` does not exist" for name in PATH.findall(text) if not (ROOT / name).exists()]
+    for file, qualname in [*NAMED_CODE.findall(text), *FILE_COLON_NAME.findall(text)]:
+        if not (ROOT / file).is_file() or _definition(ROOT / file, qualname) is None:
+            missing.append(f"{file} defines no {qualname}")
+    for code in INLINE.findall(text):
+        missing += unknown_module_names(code)
+    return missing
+
+
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_files_and_functions_named_exist(path: Path) -> None:
-    text = path.read_text(encoding="utf-8")
-    for name in PATH.findall(text):
-        assert (ROOT / name).exists(), f"{path.name} names `{name}`, which does not exist"
-    for file, qualname in NAMED_CODE.findall(text):
-        assert _definition(ROOT / file, qualname) is not None, f"{path.name}: {file} defines no {qualname}"
+    missing = missing_names(path.read_text(encoding="utf-8"))
+    assert not missing, f"{path.relative_to(ROOT)}: " + "; ".join(missing)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_comments_and_docstrings_name_what_exists(path: Path) -> None:
+    """A comment or docstring that points at `module.name` (dtypes.py's "see promotion.operands") is checked as the
+    docs are: a function that moved leaves no pointer to where it was."""
+    with path.open(encoding="utf-8") as f:
+        texts = [(t.start[0], t.string) for t in tokenize.generate_tokens(f.readline)
+                 if t.type in (tokenize.COMMENT, tokenize.STRING)]
+    unknown = [f"line {line}: {u}" for line, text in texts for u in unknown_module_names(text)]
+    assert not unknown, f"{path.relative_to(ROOT)}: " + "; ".join(unknown)
+
+
+def test_stale_names_are_caught_in_every_form() -> None:
+    """A name that moved or was renamed (shapes.future_keys became allowed_keys) is caught in each form a doc uses;
+    the same sentences naming what exists pass."""
+    forms = ["(`minigrad/shapes.py`, `{}`)", "`minigrad/shapes.py: {}`", "`shapes.{}`", "`minigrad.shapes.{}()`"]
+    for form in forms:
+        assert not missing_names(f"The triangle is made once {form.format('allowed_keys')}."), form
+        assert missing_names(f"The triangle is made once {form.format('future_keys')}."), form
+    assert missing_names("see `minigrad/gone.py` and `docs/gone.md`") == ["`minigrad/gone.py` does not exist",
+                                                                          "`docs/gone.md` does not exist"]
+    assert unknown_module_names("# see elementwise.as_operands") and not unknown_module_names("# promotion.operands")
+    assert not unknown_module_names("`docs/self-attention.md`, attention.html, cupy.cuda.runtime, tensor.shape")
 
 
 # ---- code quoted inline ----
 
-INLINE = re.compile(r"`([^`\n]+)`")
 QUOTED_LINE = re.compile(r"(?:for|if|elif|while|return|with)\s.+|[\w.\[\], ()*]+\s[-+*/@]?=\s.+|self\.\w+.*")
 
 
@@ -306,11 +374,16 @@ def _sentences(lines: list[str]) -> list[tuple[int, str, str | None]]:
     return found
 
 
+def _named(text: str) -> set[tuple[str, str]]:
+    """The (path, qualified name) pairs a sentence names: "`path.py`, `Name`" or "`path.py: Name`"."""
+    return set(NAMED_CODE.findall(text)) | set(FILE_COLON_NAME.findall(text))
+
+
 def stale_inline_quotes(lines: list[str]) -> list[str]:
     """The inline quotes (see the module docstring) that are not in the definition their sentence names."""
     stale = []
     for line, sentence, header in _sentences(lines):
-        pairs = set(NAMED_CODE.findall(sentence)) or (set(NAMED_CODE.findall(header)) if header else set())
+        pairs = _named(sentence) or (_named(header) if header else set())
         if len(pairs) != 1:
             continue
         file, qualname = pairs.pop()
@@ -338,6 +411,9 @@ def test_inline_quote_rules() -> None:
     assert stale_inline_quotes([f"It keeps `self.saved` {named}."])  # a stale attribute
     assert stale_inline_quotes([f"| step | {named} |", "|---|---|", "| one | `y = other(x)` |"])  # a table
     assert not stale_inline_quotes([f"| step | {named} |", "|---|---|", "| one | `self.y = y` |"])
+    colon = "(`minigrad/activations.py: SoftmaxFunction.forward`)"
+    assert not stale_inline_quotes([f"The forward keeps `self.y = y` {colon}."])
+    assert stale_inline_quotes([f"The forward runs `y = other(x)` {colon}."])  # the one-backtick form too
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)

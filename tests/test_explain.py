@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import shutil
+import sys
 
 import numpy as np
 import pytest
@@ -16,15 +18,18 @@ import pytest
 import minigrad as mg
 import train
 from gptlab import explain
+from gptlab.checkpoint import load_checkpoint, restore
 from gptlab.explain import (
     attention_figure,
     attention_steps,
     choose_head,
     choose_query,
+    choose_target,
     default_ids,
     explain_example,
     shares,
     trace_attention,
+    trace_gradients,
 )
 from gptlab.settings import HELDOUT_SEED, UsageError
 from gptlab.tasks import make_task, split
@@ -283,3 +288,140 @@ def test_heatmap_without_a_font_for_the_tokens_labels_positions(tmp_path, monkey
         plt.close(fig)
     explain.draw_attention(tiny_model(task), task, ids, str(tmp_path / "a.png"))
     assert "tokens labelled by position" in capsys.readouterr().out and (tmp_path / "a.png").exists()
+
+
+# ---- the layer's graph: --graph FILE ----
+
+def dot_graph(source: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """{node: its label's lines joined by |}, [(from, to)] of the DOT text that --graph wrote."""
+    labels = re.findall(r'^\s+(\w+) \[.*?label="(.*?)"\]$', source, re.M)
+    nodes = {node: label.replace("\\n", "|") for node, label in labels}
+    return nodes, re.findall(r"^\s+(\w+) -> (\w+)", source, re.M)
+
+
+def test_graph_draws_the_layer_s_four_steps_with_the_trace_s_gradients(trained, tmp_path, capsys):
+    out = trained[0]
+    dot = tmp_path / "layer.dot"
+    assert train.main(["explain", "--out", out, "--graph", str(dot)]) == 0
+    printed = capsys.readouterr().out
+    layer = int(re.search(r"Attention in layer (\d+)", printed)[1])  # explain's layer for its position
+    task, model = restore(load_checkpoint(out), "cpu")
+    model.eval()
+    ids = default_ids(task)
+    traced = trace_gradients(model, task, ids, None, None)
+    assert (traced.position, traced.target) == (5, ids[6])  # 被, and the token after it: the subject
+    assert f"wrote {dot}: layer {layer}'s attention, gradients of log p({task.vocab[ids[6]]} after position 5)" \
+        in printed
+    source = dot.read_text(encoding="utf-8")
+    assert "batched as the engine computes them" in source and "more nodes not drawn" not in source
+    nodes, edges = dot_graph(source)
+    named = {label.split("|")[0]: node for node, label in nodes.items() if node.startswith("t")}
+    op = {node: label.split("|")[0] for node, label in nodes.items() if node.startswith("n")}
+
+    def inputs(node: str) -> list[str]:
+        return sorted(a for a, b in edges if b == node)
+
+    def feeds(node: str) -> list[str]:  # the ops a tensor goes into
+        return sorted(op[b] for a, b in edges if a == node)
+
+    # step 1: q and k's transpose into a MatMul, times 1/sqrt(d_k): the scores
+    mul = inputs(named["scores"])[0]
+    matmul = inputs(inputs(mul)[0])[0]
+    assert op[mul] == "Mul" and op[matmul] == "MatMul" and feeds(named["k"]) == ["Permute"]
+    assert named["q"] in inputs(matmul) and feeds(named["q"]) == ["MatMul"]
+    # step 2, the mask: an Add; step 3: a softmax gives the weights; step 4: weights and v into one MatMul
+    assert feeds(named["scores"]) == ["Add"] and op[inputs(named["weights"])[0]] == "SoftmaxFunction"
+    assert feeds(named["weights"]) == ["MatMul"] and feeds(named["v"]) == ["MatMul"]
+    assert [b for a, b in edges if a == named["weights"]] == [b for a, b in edges if a == named["v"]]
+    assert sorted(op.values()) == ["Add", "MatMul", "MatMul", "Mul", "Permute", "Permute", "Reshape",
+                                   "SoftmaxFunction"]
+    for name, tensor in traced.layers[layer].items():  # each named tensor's gradient, as the trace has it
+        norm = np.linalg.norm(tensor.grad.numpy().astype(np.float64))
+        assert f"grad norm {norm:.4g}" in nodes[named[name]], name
+    assert sum("grad: not kept" in label for label in nodes.values()) == 5  # the results no name keeps
+
+
+def test_the_gradients_are_of_the_target_and_flow_back_in_time_only():
+    """Position 5's prediction reads nothing of the later positions: their gradients are exactly 0, in every layer;
+    a masked score's gradient is exactly 0; and the traced gradients are linked by the steps' backward formulas
+    (out = weights @ v: d weights = d out @ v^T, d v = weights^T @ d out; softmax: d s = w * (d w - sum(d w * w)))."""
+    task = make_task("sentences")
+    model = tiny_model(task)
+    ids = default_ids(task)
+    traced = trace_gradients(model, task, ids, None, None)
+    other = trace_gradients(model, task, ids, None, task.vocab[ids[1]])
+    for step in traced.layers:
+        for name, tensor in step.items():
+            grad = tensor.grad.numpy()
+            later = grad[0, :, 6:] if grad.ndim == 4 else grad[0, 6:]  # positions after 5
+            assert (later == 0).all() and np.abs(grad).max() > 0, name
+        value, grad = ({name: by_head(t.numpy() if which == 0 else t.grad.numpy()) for name, t in step.items()}
+                       for which in (0, 1))  # float64, (nh, T, n) each
+        assert (grad["scores"][:, np.triu(np.ones((8, 8), bool), k=1)] == 0).all()  # key j after query i: masked
+        np.testing.assert_allclose(grad["weights"], grad["out"] @ value["v"].transpose(0, 2, 1), rtol=1e-4, atol=1e-9)
+        np.testing.assert_allclose(grad["v"], value["weights"].transpose(0, 2, 1) @ grad["out"], rtol=1e-4, atol=1e-9)
+        w, dw = value["weights"], grad["weights"]
+        np.testing.assert_allclose(grad["scores"], w * (dw - (dw * w).sum(-1, keepdims=True)), rtol=1e-4, atol=1e-9)
+    assert not np.allclose(traced.layers[-1]["out"].grad.numpy(), other.layers[-1]["out"].grad.numpy())
+    assert other.why_target == f"--target {task.vocab[ids[1]]}"
+
+
+def by_head(a: np.ndarray) -> np.ndarray:
+    """A traced array of one sequence as float64 (nh, T, n): out (1, T, nh*hs) cut into its two heads."""
+    a = a[0].astype(np.float64)
+    return a if a.ndim == 3 else a.reshape(a.shape[0], 2, -1).transpose(1, 0, 2)
+
+
+def test_the_target_is_the_next_token_else_the_model_s_guess():
+    task = make_task("sort")
+    model, ids = tiny_model(task), task.encode("3 1 4 1 5 9 =")
+    logits, _ = model(np.array([ids]))
+    assert choose_target(task, ids, 2, None, logits)[0] == ids[3]
+    token, why = choose_target(task, ids, 6, None, logits)
+    assert token == int(logits.numpy()[0, 6].argmax()) and "most likely" in why
+    assert choose_target(task, ids, 6, "7", logits)[0] == task.stoi["7"]
+    with pytest.raises(UsageError, match="--target '3 1' is 2 tokens of this model; give one token"):
+        choose_target(task, ids, 6, "3 1", logits)
+    with pytest.raises(UsageError, match="--target: "):
+        choose_target(task, ids, 6, "x", logits)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--graph", "{tmp}/g.txt"], "--graph {tmp}/g.txt: the file's suffix picks the picture, one of .dot, .svg, .png"),
+    (["--graph", "{tmp}/no/g.dot"], "does not exist"),
+    (["--target", "3"], "--target chooses what the gradients of --graph and --html are of; give one of them"),
+    (["--graph", "{tmp}/g.dot", "--query", "9"], "--query 9 is out of range: this model/prompt has 0 to 7"),
+    (["--graph", "{tmp}/g.dot", "--target", "小明 讀"], "is 2 tokens of this model; give one token"),
+    (["--graph", "{tmp}/g.dot", "--target", "x"], "--target: "),
+])
+def test_graph_refuses_bad_arguments_in_one_line(trained, tmp_path, capsys, flags, message):
+    flags = [flag.format(tmp=tmp_path) for flag in flags]
+    assert train.main(["explain", "--out", trained[0], *flags]) == 2
+    captured = capsys.readouterr()
+    assert message.format(tmp=tmp_path) in captured.err and len(captured.err.strip().splitlines()) == 1
+    assert "Attention in layer" not in captured.out and not list(tmp_path.iterdir())  # nothing done, nothing written
+
+
+def test_graph_says_what_to_install_for_a_picture(trained, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(explain.shutil, "which", lambda name: None)
+    assert train.main(["explain", "--out", trained[0], "--graph", str(tmp_path / "g.svg")]) == 2
+    assert "needs Graphviz's dot program: apt-get install graphviz" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "graphviz", None)  # an import that fails
+    assert train.main(["explain", "--out", trained[0], "--graph", str(tmp_path / "g.png")]) == 2
+    assert "needs the graphviz package: pip install -e '.[draw]' (or give a .dot file)" in capsys.readouterr().err
+    assert train.main(["explain", "--out", trained[0], "--graph", str(tmp_path / "g.dot")]) == 0  # needs nothing
+    assert not list(tmp_path.glob("*.svg")) and not list(tmp_path.glob("*.png"))
+
+
+def test_graph_renders_svg_and_png_where_graphviz_is_installed(trained, tmp_path, capsys):
+    pytest.importorskip("graphviz", reason="rendering needs the graphviz package: pip install -e '.[draw]'")
+    if shutil.which("dot") is None:
+        pytest.skip("rendering needs Graphviz's dot program: apt-get install graphviz")
+    svg, png = tmp_path / "layer.svg", tmp_path / "layer.png"
+    assert train.main(["explain", "--out", trained[0], "--graph", str(svg)]) == 0
+    picture = svg.read_text(encoding="utf-8")
+    assert "<svg" in picture and all(f">{name}</text>" in picture for name in ("q", "k", "v", "scores", "weights"))
+    assert "batched as the engine computes them" in picture and "SoftmaxFunction" in picture
+    assert train.main(["explain", "--out", trained[0], "--graph", str(png)]) == 0
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["layer.png", "layer.svg"]  # no temporary file

@@ -18,9 +18,9 @@ import pytest
 
 import train
 from gptlab.checkpoint import load_checkpoint, restore
-from gptlab.explain import attention_steps, default_ids
+from gptlab.explain import attention_steps, default_ids, layer_graph, trace_gradients
 from gptlab.explain_page import CSS, JS, fill, page_data, page_html
-from gptlab.settings import DEFAULTS, build_model, build_task, model_config
+from gptlab.settings import DEFAULTS, build_model, build_task, model_config, prompt_ids
 
 SMALL = ["--n-embd", "16", "--n-head", "2", "--n-layer", "2", "--batch-size", "16", "--samples", "0",
          "--eval-interval", "20"]
@@ -174,13 +174,15 @@ def test_the_page_makes_no_network_request(run, browser):
 def test_the_default_page_is_one_file_under_2_mb():
     task = build_task(DEFAULTS)
     model = build_model(DEFAULTS, model_config(DEFAULTS, task), "cpu")
-    steps = attention_steps(model, task, default_ids(task))
-    page = page_html(steps)
+    traced = trace_gradients(model, task, default_ids(task), None, None)
+    steps = attention_steps(model, task, default_ids(task), traced=traced)
+    graph = layer_graph(task, steps, traced)
+    page = page_html(steps, graph)
     assert len(page.encode("utf-8")) < 2_000_000
     assert not re.search(r"https?:|//[\w.]+/|@import|url\(|<link rel=\"stylesheet\"| src=", page), \
         "everything is inline: no address to fetch"
     data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S).group(1))
-    assert data == json.loads(json.dumps(page_data(steps)))
+    assert data == json.loads(json.dumps(page_data(steps, graph)))
     for name in ("scores", "weights", "shares", "q", "k"):  # each number the exact double the text table formats
         np.testing.assert_array_equal(np.array(data[name]), getattr(steps, name))
     assert data["tokens"] == steps.labels and data["heads"] == [list(h) for h in steps.heads]
@@ -224,3 +226,58 @@ def test_a_prompt_that_looks_like_a_placeholder_stays_itself(tmp_path, text):
 
 def test_fill_reads_the_template_once():
     assert fill("<{a}|{b}|{c}>", a="{b}", b="{a}") == "<{b}|{a}|{c}>"  # {c}: not a value given, left as it is
+
+
+# ---- the layer's graph beside the tables ----
+
+def graph_node(driver, name: str) -> None:
+    """Click the node of the page's graph whose first line is `name` (a tensor's name, or an op's)."""
+    for node in driver.find_elements("css selector", "#graph-picture .gnode"):
+        if node.find_element("css selector", "text").text == name:
+            node.click()
+            return
+    raise AssertionError(f"no node {name} in the page's graph")
+
+
+def node_numbers(driver) -> tuple[str, np.ndarray, list[str]]:
+    """(title, values, gradients as shown) of the open node."""
+    title, rows = driver.execute_script(
+        "return [document.getElementById('node-title').textContent,"
+        " [...document.querySelectorAll('#node-table tbody tr')].map(tr => [tr.cells[1].textContent,"
+        "  tr.cells[2].textContent])]")
+    return title, np.array([float(value) for value, _ in rows]), [grad for _, grad in rows]
+
+
+def test_a_clicked_node_of_the_graph_shows_the_trace_s_values_and_gradient(run, browser):
+    out, page = run
+    task, model = restore(load_checkpoint(out), "cpu")
+    model.eval()
+    traced = trace_gradients(model, task, prompt_ids(task, PROMPT), None, None)  # position 5 (被), target 我
+    open_page(browser, page)
+    title = browser.find_element("id", "graph-title").text
+    layer = int(re.fullmatch(r"The graph of layer (\d+)", title)[1])
+    assert "all 2 heads at once, batched as the engine computes them" in browser.find_element("id", "graph-note").text
+    assert "target: 我, the token after position 5" in browser.find_element("id", "why-target").text
+    ops = [t.text for t in browser.find_elements("css selector", "#graph-picture .op text")]
+    assert sorted(ops) == ["Add", "MatMul", "MatMul", "Mul", "Permute", "Permute", "Reshape", "SoftmaxFunction"]
+    hs = traced.layers[layer]["q"].shape[-1]
+    for query, head, name in ((5, 0, "scores"), (2, 1, "scores"), (6, 1, "weights"), (3, 0, "q"), (4, 1, "v"),
+                              (5, 1, "out"), (1, 0, "k")):
+        click(browser, f"#tokens button[data-pos='{query}']")
+        click(browser, f"#grid .head[data-layer='{layer}'][data-head='{head}']")
+        graph_node(browser, name)
+        shown, values, grads = node_numbers(browser)
+        tensor = traced.layers[layer][name]
+
+        def pick(a: np.ndarray, name=name, query=query, head=head) -> np.ndarray:  # head and query's row
+            return a[0, query, head * hs:(head + 1) * hs] if name == "out" else a[0, head, query]  # (1, T, nh*hs)
+
+        assert shown.startswith(f"{name}: shape {tensor.shape}, layer {layer}, head {head}, "), shown
+        np.testing.assert_allclose(values, pick(tensor.numpy()), rtol=0, atol=5.01e-5)  # shown to 4 decimals
+        expected = pick(tensor.grad.numpy()).astype(np.float64)
+        np.testing.assert_allclose([float(g) for g in grads], expected, rtol=6e-4, atol=0)  # to 4 digits
+        if name == "scores":  # a masked key's gradient: exactly 0
+            assert grads[query + 1:] == ["0"] * (7 - query) and (expected[query + 1:] == 0).all()
+    graph_node(browser, "SoftmaxFunction")
+    shape = traced.layers[layer]["weights"].shape
+    assert node_numbers(browser)[0] == f"SoftmaxFunction: computes a tensor of shape {shape}"

@@ -349,17 +349,77 @@ def test_sdpa_with_the_projects_causal_mask_is_causal_attention(rand) -> None:
     assert not np.allclose(moved.numpy()[..., 3, :], with_mask.numpy()[..., 3, :])
 
 
-def test_the_future_keys_are_made_once_per_shape_and_cannot_be_written() -> None:
+def test_the_allowed_keys_are_made_once_per_shape_and_cannot_be_written() -> None:
     """The cached triangle attention reads in every layer: the same array each time, read-only, so that no caller
-    can change the mask of the next one; and causal_mask's -inf lie exactly on it."""
-    from minigrad.shapes import future_keys
+    can change the mask of the next one; True where a query may attend, as PyTorch's boolean attn_mask, and
+    causal_mask's 0s lie exactly on it (its -inf off it)."""
+    from minigrad.shapes import allowed_keys
 
-    first = future_keys(3, 5, "cpu")
-    assert first is future_keys(3, 5, "cpu")
-    np.testing.assert_array_equal(first, np.arange(5)[None, :] > np.arange(3)[:, None] + 2)
+    first = allowed_keys(3, 5, "cpu")
+    assert first is allowed_keys(3, 5, "cpu") and first.dtype == bool
+    np.testing.assert_array_equal(first, np.arange(5)[None, :] <= np.arange(3)[:, None] + 2)
     with pytest.raises(ValueError, match="read-only"):
-        first[0, 0] = True
-    np.testing.assert_array_equal(np.isinf(F.causal_mask(3, 5).numpy()), first)
+        first[0, 0] = False
+    np.testing.assert_array_equal(F.causal_mask(3, 5).numpy() == 0, first)
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["boolean, True: may attend", "float, added to the scores"])
+@pytest.mark.parametrize("path", ["plain, float64", "compiled kernel, float32"])
+def test_sdpa_takes_both_kinds_of_mask_as_torch_does(kind: str, path: str) -> None:
+    """One convention, PyTorch's: a boolean attn_mask is True where a query may attend, a float one is added to the
+    scores. The same mask gives torch's values and gradients, a query that sees no key included (its row is 0), on
+    the teaching code and on the compiled kernel (float32 on the CPU, under mg.compiled())."""
+    compiled = path.startswith("compiled")
+    if compiled:
+        pytest.importorskip("numba", reason="the compiled kernels need the extra minigrad[compiled]")
+    dtype, tol = (np.float32, dict(rtol=1e-5, atol=1e-6)) if compiled else (np.float64, TOL)
+    rng = np.random.default_rng(12)
+    q, k, v = (rng.standard_normal(shape).astype(dtype) for shape in ((2, 3, 4), (2, 5, 4), (2, 5, 6)))
+    allowed = rng.random((3, 5)) < 0.6
+    allowed[1] = False  # query 1 sees no key
+    mask = allowed if kind.startswith("boolean") else np.where(allowed, rng.standard_normal((3, 5)), -np.inf)
+    mask = mask.astype(dtype, copy=False) if mask.dtype != bool else mask
+    dout = rng.standard_normal((2, 3, 6)).astype(dtype)
+    ours = [mg.tensor(a, requires_grad=True) for a in (q, k, v)]
+    theirs = [_t(a, requires_grad=True) for a in (q, k, v)]
+    with mg.compiled(compiled):
+        out = F.scaled_dot_product_attention(*ours, attn_mask=mask)
+        out.backward(dout)
+    assert type(out.grad_fn).__name__ == ("CompiledAttention" if compiled else "ScaledDotProductAttentionFunction")
+    expected = TF.scaled_dot_product_attention(*theirs, attn_mask=_t(mask))
+    expected.backward(_t(dout))
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), **tol)
+    np.testing.assert_array_equal(out.numpy()[:, 1], 0)
+    for m, t in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(grad(m), t.grad.numpy(), **tol)
+
+
+def test_causal_mask_as_a_boolean_mask_is_is_causal(rand) -> None:
+    """F.causal_mask(T, T_k) == 0 is the boolean mask of the same convention (True: may attend): as attn_mask it
+    gives what the float mask itself and is_causal give."""
+    q, k, v = rand(2, 3, 4, 4), rand(2, 3, 6, 4), rand(2, 3, 6, 5)
+    causal = F.causal_mask(4, 6, dtype=q.dtype, device=q.device)
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy()
+    for mask in (causal == 0, causal):
+        np.testing.assert_allclose(F.scaled_dot_product_attention(q, k, v, attn_mask=mask).numpy(), expected,
+                                   rtol=1e-12, atol=1e-12)
+
+
+@needs_torch
+def test_masked_fill_takes_pytorchs_opposite_sense_and_refuses_a_float_mask(rand) -> None:
+    """masked_fill is PyTorch's: True = fill (the opposite of attn_mask's True = may attend), so the causal fill is
+    masked_fill(~allowed, -inf); a float mask is refused by both."""
+    x = np.random.default_rng(13).standard_normal((3, 5))
+    allowed = np.arange(5)[None, :] <= np.arange(3)[:, None] + 2
+    ours = F.masked_fill(mg.tensor(x), ~allowed, float("-inf")).numpy()
+    np.testing.assert_array_equal(ours, _t(x).masked_fill(_t(~allowed), float("-inf")).numpy())
+    np.testing.assert_array_equal(ours == x, allowed)
+    np.testing.assert_array_equal(ours, x + F.causal_mask(3, 5, dtype=mg.float64).numpy())
+    with pytest.raises(TypeError, match="boolean values"):
+        F.masked_fill(mg.tensor(x), np.where(allowed, 0.0, -np.inf), 0.0)
+    with pytest.raises(RuntimeError):
+        _t(x).masked_fill(_t(np.where(allowed, 0.0, -np.inf)), 0.0)
 
 
 def test_sdpa_dropout_drops_the_weights_as_f_dropout_does(rand) -> None:

@@ -3,14 +3,19 @@ too (the graph's edges survive, its saved arrays do not, and a second backward i
 
 from __future__ import annotations
 
+import html
+import importlib.util
 import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import minigrad as mg
 from minigrad import nn
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def nodes_and_edges(source: str) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
@@ -111,3 +116,39 @@ def test_an_in_place_write_and_the_device_are_drawn(rand, device):
     on_device = " cuda" if device == "cuda" else ""
     assert nodes[f"t{id(x)}"].startswith(f"x\\n(3,) float64{on_device}")
     assert "grad [0., 2., 2.]" in nodes[f"t{id(x)}"]  # h[0] was overwritten: x[0]'s gradient is 0
+
+
+def test_inputs_cut_the_graph_where_it_starts_and_names_show_on_intermediate_tensors():
+    x = mg.tensor([1.0, 2.0], requires_grad=True)
+    a = x * 2.0
+    b = a.exp()
+    c = (b + a).sum()  # a used twice: by exp and by the sum
+    a.retain_grad()
+    c.backward()
+    source = mg.draw(c, params={"a": a, "b": b}, inputs=[a], title='from "a"\nto c').source
+    nodes, edges = nodes_and_edges(source)
+    assert f"t{id(x)}" not in nodes and f"n{id(a.grad_fn)}" not in nodes  # what computed a is left out
+    a_node = f"t{id(a.grad_fn)}"
+    assert nodes[a_node].startswith("a\\n(2,) float32\\ngrad norm ")  # an input: its name, shape and gradient
+    np.testing.assert_allclose(a.grad.numpy(), np.exp([2.0, 4.0]) + 1, rtol=1e-6)  # the sum of its two paths
+    users = sorted(dst for src, dst, _ in edges if src == a_node)  # two edges out of a
+    assert users == sorted([f"n{id(b.grad_fn)}", f"n{id(c.grad_fn.parents[0])}"])
+    assert nodes[f"t{id(b.grad_fn)}"].startswith("b\\n(2,) float32\\ngrad: not kept")
+    assert sorted(label for node, label in nodes.items() if node.startswith("n")) == \
+        ["Add", "Exp\\n(saved arrays freed by backward)", "Sum"]
+    assert "  graph [label=\"from 'a'\\nto c\" labelloc=\"t\"" in source  # quotes made safe, a line each
+
+
+def test_the_docs_picture_shows_what_the_script_draws_now():
+    """docs/graph-lesson.svg is rendered by scripts/graph_lesson.py: each text of the picture (labels, title,
+    edge numbers) is one line of the DOT text that the script's draw() gives now. A change to mg.draw or to the
+    lesson that changes what the picture says fails here: run `python scripts/graph_lesson.py` again."""
+    spec = importlib.util.spec_from_file_location("graph_lesson", ROOT / "scripts" / "graph_lesson.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    source = script.draw().source
+    lines = [line for label in re.findall(r'label="(.*?)"', source) for line in label.split("\\n")]
+    texts = re.findall(r"<text[^>]*>(.*?)</text>", script.PICTURE.read_text(encoding="utf-8"))
+    shown = [html.unescape(text).replace("\xa0", " ") for text in texts]  # Graphviz writes two spaces as " &#160;"
+    assert sorted(shown) == sorted(lines)
+    assert "grad [ 0.495 , -0.495 ,  0.    ," in source  # the masked score's gradient: exactly 0

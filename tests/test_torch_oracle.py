@@ -41,8 +41,8 @@ def _torch_attention_head(x, wq, wk, wv):
     q, k, v = x @ wq, x @ wk, x @ wv  # (B, T, hs)
     scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])  # (B, T, T)
     T = x.shape[1]
-    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-    return torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1) @ v
+    allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))  # True: may attend
+    return torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1) @ v  # masked_fill's True = fill
 
 
 # CASES name -> the same computation in torch, on torch tensors of the case's input shapes
