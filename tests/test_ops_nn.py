@@ -397,13 +397,16 @@ def test_sdpa_takes_both_kinds_of_mask_as_torch_does(kind: str, path: str) -> No
 
 def test_causal_mask_as_a_boolean_mask_is_is_causal(rand) -> None:
     """F.causal_mask(T, T_k) == 0 is the boolean mask of the same convention (True: may attend): as attn_mask it
-    gives what the float mask itself and is_causal give."""
+    gives what the float mask itself gives (the last T of T_k positions, a KV cache's), and for as many queries as
+    keys what is_causal gives."""
     q, k, v = rand(2, 3, 4, 4), rand(2, 3, 6, 4), rand(2, 3, 6, 5)
-    causal = F.causal_mask(4, 6, dtype=q.dtype, device=q.device)
-    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy()
-    for mask in (causal == 0, causal):
-        np.testing.assert_allclose(F.scaled_dot_product_attention(q, k, v, attn_mask=mask).numpy(), expected,
-                                   rtol=1e-12, atol=1e-12)
+    for queries, T in ((q, 4), (k, 6)):
+        causal = F.causal_mask(T, 6, dtype=q.dtype, device=q.device)
+        expected = F.scaled_dot_product_attention(queries, k, v, attn_mask=causal).numpy()
+        if T == 6:
+            np.testing.assert_array_equal(F.scaled_dot_product_attention(k, k, v, is_causal=True).numpy(), expected)
+        np.testing.assert_allclose(F.scaled_dot_product_attention(queries, k, v, attn_mask=causal == 0).numpy(),
+                                   expected, rtol=1e-12, atol=1e-12)
 
 
 @needs_torch
