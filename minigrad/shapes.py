@@ -138,8 +138,9 @@ def getitem(x: Tensor, index: Any) -> Tensor:
     (x[0, :, [1, 2]] of (2, 3, 4) is (3, 2); NumPy would count the int among the arrays and give (2, 3))."""
     given, index = index, index_tuple(index, x.device)
     ints_first = torch_order(index)
-    if ints_first:
-        return getitem(getitem(x, ints_first[0]), ints_first[1])
+    if ints_first:  # the index tensors given are version-checked with the second step's node, which keeps them
+        y = getitem(getitem(x, ints_first[0]), ints_first[1])
+        return saves_index(y, *(given if isinstance(given, tuple) else (given,)))
     try:
         y = GetItem.apply(x, index=index)
     except IndexError as err:

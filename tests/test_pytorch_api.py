@@ -266,3 +266,14 @@ def test_setitem_with_ints_and_arrays_records_its_gradient_as_torch():
     (y * mg.tensor(np.arange(24.0).reshape(2, 3, 4))).sum().backward()
     np.testing.assert_array_equal(v.grad.numpy(), np.arange(24.0).reshape(2, 3, 4)[0][:, [1, 2]])
     assert x.grad.numpy()[0, :, [1, 2]].sum() == 0 and x.grad.numpy()[1].sum() == np.arange(12.0, 24.0).sum()
+
+
+def test_an_index_tensor_written_after_a_mixed_index_is_refused_in_backward():
+    """x[0, :, idx] keeps idx for its backward, as any array index does: writing into idx before backward is
+    refused (the gradient would go where idx points now), as PyTorch refuses."""
+    x = mg.randn(2, 3, 4, requires_grad=True)
+    idx = mg.tensor([1, 2])
+    y = x[0, :, idx].sum()
+    idx[0] = 3
+    with pytest.raises(RuntimeError, match="index or mask tensor"):
+        y.backward()
