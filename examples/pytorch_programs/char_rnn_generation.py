@@ -1,3 +1,4 @@
+# Follows a PyTorch tutorial closely: its BSD-3-Clause notice applies (NOTICE.md in this folder).
 """Generating names with a character-level RNN, in the style of PyTorch's tutorial char_rnn_generation_tutorial.py
 (written anew for minigrad's tests): a category one-hot, letter one-hots, an RNN of three Linear layers with dropout
 and LogSoftmax, NLLLoss summed over the letters, and a hand-written SGD step through p.data. On a short list of

@@ -1,3 +1,4 @@
+# Follows karpathy/makemore closely: its MIT notice applies (NOTICE.md in this folder).
 """makemore-style character-level models of names (written anew for minigrad's tests, in the style of karpathy's
 makemore.py): Bigram, MLP, RNN, GRU, BoW and Transformer, a CharDataset, an infinite DataLoader, evaluation and
 sampling. Shrunk to train in seconds: python makemore.py --type gru --max-steps 100."""

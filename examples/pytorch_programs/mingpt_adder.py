@@ -1,3 +1,4 @@
+# Follows karpathy/minGPT closely: its MIT notice applies (NOTICE.md in this folder).
 """A minGPT-style program in one file (written anew for minigrad's tests, in the style of karpathy's minGPT):
 utils.py (set_seed, CfgNode), model.py (a GPT with NewGELU, a registered causal mask, weight decay groups chosen by
 module type), trainer.py (a Trainer with callbacks and an infinite RandomSampler) and projects/adder (a GPT that

@@ -1,3 +1,4 @@
+# Follows karpathy/nanoGPT closely: its MIT notice applies (NOTICE.md in this folder).
 """A nanoGPT-style program in one file (written anew for minigrad's tests, in the style of karpathy's nanoGPT):
 model.py's GPT (GPTConfig, LayerNorm with an optional bias, causal self-attention through
 F.scaled_dot_product_attention, tied embedding and head, AdamW parameter groups), prepare.py's character encoding to

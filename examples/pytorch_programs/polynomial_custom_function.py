@@ -1,3 +1,4 @@
+# Follows a PyTorch tutorial closely: its BSD-3-Clause notice applies (NOTICE.md in this folder).
 """Fitting sin(x) with y = a + b P3(c + d x), P3 the third Legendre polynomial written as a custom autograd
 Function, in the style of PyTorch's tutorial polynomial_custom_function.py (written anew for minigrad's tests)."""
 import argparse

@@ -1,3 +1,4 @@
+# Follows a PyTorch tutorial closely: its BSD-3-Clause notice applies (NOTICE.md in this folder).
 """Fitting sin(x) with a third-order polynomial written as nn.Sequential, in the style of PyTorch's tutorial
 polynomial_nn.py (written anew for minigrad's tests): plain gradient descent by hand under no_grad."""
 import argparse

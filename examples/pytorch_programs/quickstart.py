@@ -1,3 +1,4 @@
+# Follows a PyTorch tutorial closely: its BSD-3-Clause notice applies (NOTICE.md in this folder).
 """A classifier of small images in the style of PyTorch's quickstart tutorial (written anew for minigrad's tests):
 a Dataset, DataLoaders, an nn.Module with Flatten and a Sequential stack, a train loop and a test loop. The images
 are synthetic instead of FashionMNIST: ten classes, each a noisy copy of its own random template."""
