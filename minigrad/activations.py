@@ -139,8 +139,8 @@ class GeluFunction(SlopeFunction):
 
     dx = dout * dy/dx,  with h = 0.5 (1 + tanh(u)), y = x h:  dy/dx = h + y (1 - h) (2c + 6 * 0.044715 c x^2)
     (dh/dx = 0.5 (1 - tanh(u)^2) du/dx = 2 h (1 - h) c (1 + 3 * 0.044715 x^2)).
-    dy/dx is computed in forward, in place, in _gelu_tanh_block above, and saved instead of x and tanh(u): backward
-    is one multiplication (SlopeFunction).
+    dy/dx is computed in forward, in place, in _gelu_tanh_block above, and saved instead of tanh(u): backward is
+    one multiplication (SlopeFunction; x is kept too, for create_graph=True's formula only).
     """
 
     block = staticmethod(_gelu_tanh_block)
