@@ -134,13 +134,20 @@ def reduction_error(op: str, reduction: Any) -> ValueError:
     return ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
+def classes_last(x: Tensor) -> Tensor:
+    """PyTorch's (N, C, d1, ...) as (N, d1, ..., C), a view: the losses' Functions read the classes on the last axis
+    (C and (N, C) are already so)."""
+    return x if x.ndim < 3 else x.permute(0, *range(2, x.ndim), 1)
+
+
 def cross_entropy(logits: Tensor, targets: Any, *, ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
-    """Cross-entropy of `targets` under softmax(logits), classes on the last axis (PyTorch's axis 1; the two agree
-    for (N, V)), as torch.nn.functional.cross_entropy. targets: integer class indices of logits.shape[:-1], those
-    equal to ignore_index counted for nothing (loss and gradient 0, left out of the mean), or class probabilities of
-    the logits' shape. label_smoothing eps: (1 - eps) target + eps / V. reduction: "mean" (over the counted rows:
-    NaN if none), "sum" or "none". The options are keyword-only, so PyTorch's positional `weight` cannot land in one."""
+    """Cross-entropy of `targets` under softmax(logits), as torch.nn.functional.cross_entropy: logits (C,), (N, C) or
+    (N, C, d1, ...), the classes on axis 1 (for a sequence model's (B, T, V), flatten: logits.view(-1, V)). targets:
+    integer class indices of shape (), (N,) or (N, d1, ...), those equal to ignore_index counted for nothing (loss
+    and gradient 0, left out of the mean), or class probabilities of the logits' shape. label_smoothing eps:
+    (1 - eps) target + eps / V. reduction: "mean" (over the counted rows: NaN if none), "sum" or "none". The options
+    are keyword-only, so PyTorch's positional `weight` cannot land in one."""
     op = "cross_entropy"
     if reduction not in REDUCTIONS:
         raise reduction_error(op, reduction)
@@ -152,24 +159,28 @@ def cross_entropy(logits: Tensor, targets: Any, *, ignore_index: int = -100, red
         raise ValueError(f"{op}: logits must have a class axis, got shape {logits.shape}")
     if not (isinstance(targets, Tensor) and targets.dtype.kind == "f"):  # a float Tensor keeps its graph edge
         targets = index_array(op, targets, logits.device, "iuf", moved=False)  # still where it came from
-    if targets.dtype.kind == "f" and targets.shape == logits.shape:
+    given, logits = logits.shape, classes_last(logits)
+    if targets.dtype.kind == "f" and targets.shape == given:
         if not isinstance(targets, Tensor):
             targets = Tensor.wrap(backend.to_device(targets, logits.device).astype(logits.dtype, copy=False))
-        return SoftCrossEntropyFunction.apply(logits, targets, smoothing=label_smoothing, reduction=reduction)
+        return SoftCrossEntropyFunction.apply(logits, classes_last(targets), smoothing=label_smoothing,
+                                              reduction=reduction)
     if targets.dtype.kind == "f":
         raise TypeError(f"{op}: targets must be integer class indices of shape {logits.shape[:-1]} or class "
-                        f"probabilities of the logits' shape {logits.shape}; got {targets.dtype}, {targets.shape}")
-    targets, counted = _class_indices(op, targets, logits, "logits", ignore_index)
+                        f"probabilities of the logits' shape {given}; got {targets.dtype}, {targets.shape}")
+    targets, counted = _class_indices(op, targets, logits, f"logits of shape {given}", ignore_index)
     return CrossEntropyFunction.apply(logits, targets=targets, counted=counted, smoothing=label_smoothing,
                                       reduction=reduction)
 
 
 def _class_indices(op: str, targets: Any, scores: Tensor, name: str, ignore_index: int) -> tuple[Any, Any]:
-    """Integer class targets of scores.shape[:-1], checked and flattened to (N,), an ignored one replaced by class 0
-    (a valid index, its loss zeroed), and which of them count: 1 or 0 in the scores' dtype."""
+    """Integer class targets of scores.shape[:-1] (scores with their classes last), checked and flattened to (N,), an
+    ignored one replaced by class 0 (a valid index, its loss zeroed), and which of them count: 1 or 0 in the
+    scores' dtype."""
     if targets.shape != scores.shape[:-1]:
-        raise ValueError(f"{op}: targets of shape {targets.shape} for {name} of shape {scores.shape}; "
-                         f"expected {scores.shape[:-1]}")
+        hint = "; for (B, T, V) scores, flatten: x.view(-1, V), targets.view(-1)" if scores.ndim > 2 else ""
+        raise ValueError(f"{op}: targets of shape {targets.shape} for {name}; expected {scores.shape[:-1]} "
+                         f"(the classes are on axis 1){hint}")
     targets = indices_in_range(op, targets, scores.device, scores.shape[-1], "target", ignore_index).reshape(-1)
     counted = targets != ignore_index
     return targets * counted, counted.astype(scores.dtype)
@@ -200,17 +211,18 @@ class NLLLossFunction(Function):
 
 def nll_loss(input: Tensor, target: Any, *, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of integer class `target` under log-probabilities `input` (log_softmax's output), as
-    torch.nn.functional.nll_loss: loss_i = -input_i[target_i], classes on the last axis (as cross_entropy's; PyTorch's
-    axis 1, the same for (N, C)), targets equal to ignore_index counted for nothing. reduction: "mean" (over the
-    counted rows: NaN if none), "sum" or "none". nll_loss(log_softmax(x, -1), t) is cross_entropy(x, t)."""
+    torch.nn.functional.nll_loss: loss_i = -input_i[target_i], input (C,), (N, C) or (N, C, d1, ...) with the
+    classes on axis 1 (as cross_entropy's), targets equal to ignore_index counted for nothing. reduction: "mean"
+    (over the counted rows: NaN if none), "sum" or "none". nll_loss(log_softmax(x, 1), t) is cross_entropy(x, t)."""
     op = "nll_loss"
     if reduction not in REDUCTIONS:
         raise reduction_error(op, reduction)
     check_float(op, input)
     if input.ndim == 0:
         raise ValueError(f"{op}: input must have a class axis, got shape {input.shape}")
-    targets, counted = _class_indices(op, index_array(op, target, input.device, "iu", moved=False), input, "input",
-                                      ignore_index)
+    given, input = input.shape, classes_last(input)
+    targets, counted = _class_indices(op, index_array(op, target, input.device, "iu", moved=False), input,
+                                      f"input of shape {given}", ignore_index)
     return NLLLossFunction.apply(input, targets=targets, counted=counted, reduction=reduction)
 
 

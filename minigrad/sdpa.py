@@ -94,10 +94,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     (same arguments): query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev), batch axes broadcast.
     attn_mask: boolean, True where a query may attend, or float, added to the scores (F.causal_mask is one); a query
     that may attend to no key gets zeros (F.softmax of the steps written out gives NaN there, as in PyTorch: see
-    docs/backward.md, which derives the backward). is_causal: the L queries are the last L of S positions (PyTorch
-    aligns them top left; the same when L == S). scale: 1 / sqrt(E) by default. enable_gqa: grouped-query
-    attention, heads on axis -3: key and value have Hkv heads, each serving Hq / Hkv consecutive query heads (as
-    torch's, LLaMA 2 and 3's)."""
+    docs/backward.md, which derives the backward). is_causal: query i sees keys 0..i, the mask aligned top left as
+    PyTorch's (a key/value cache, whose L queries are the last L of S positions, passes F.causal_mask(L, S)).
+    scale: 1 / sqrt(E) by default. enable_gqa: grouped-query attention, heads on axis -3: key and value have Hkv
+    heads, each serving Hq / Hkv consecutive query heads (as torch's, LLaMA 2 and 3's)."""
     op = "scaled_dot_product_attention"
     check_float(op, query)
     if not isinstance(enable_gqa, bool):
@@ -121,9 +121,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if is_causal:
         if attn_mask is not None:
             raise ValueError(f"{op}: pass attn_mask or is_causal=True, not both")
-        if L > S:
-            raise ValueError(f"{op}: is_causal with {L} queries and only {S} keys: the first queries would see no key")
-        allowed = allowed_keys(L, S, query.device)  # True: a key no later than the query
+        n = max(L, S)  # query i sees keys 0..i, aligned top left as PyTorch's (the square's first L rows, S columns)
+        allowed = allowed_keys(n, n, query.device)[:L, :S]  # True: a key no later than the query, j <= i
     elif attn_mask is not None:
         allowed, float_mask = _mask(op, attn_mask, query, scores)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale

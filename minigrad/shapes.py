@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -132,13 +133,39 @@ def _is_basic(index: tuple) -> bool:
 
 
 def getitem(x: Tensor, index: Any) -> Tensor:
-    """x[index] for ints, slices, None, Ellipsis and integer or boolean arrays (as lists, arrays or tensors)."""
+    """x[index] for ints, slices, None, Ellipsis and integer or boolean arrays (as lists, arrays or tensors). An index
+    that mixes ints and arrays follows PyTorch: the ints select first, then the arrays index what is left
+    (x[0, :, [1, 2]] of (2, 3, 4) is (3, 2); NumPy would count the int among the arrays and give (2, 3))."""
     given, index = index, index_tuple(index, x.device)
+    ints_first = torch_order(index)
+    if ints_first:  # the index tensors given are version-checked with the second step's node, which keeps them
+        y = getitem(getitem(x, ints_first[0]), ints_first[1])
+        return saves_index(y, *(given if isinstance(given, tuple) else (given,)))
     try:
         y = GetItem.apply(x, index=index)
     except IndexError as err:
         raise IndexError(f"getitem: index {index} into a tensor of shape {x.shape}: {err}") from None
     return y if _is_basic(index) else saves_index(y, *(given if isinstance(given, tuple) else (given,)))
+
+
+def torch_order(index: tuple) -> tuple[tuple, tuple] | None:
+    """For an index that mixes ints and arrays, its two steps in PyTorch's order: the ints (slices elsewhere), then
+    the rest (a slice for each axis a None added); None for any other index (NumPy's rule is PyTorch's there)."""
+    ints = [isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in index]
+    if not any(ints) or not any(getattr(i, "ndim", 0) for i in index):
+        return None
+    first, rest = [], []
+    for i, picked in zip(index, ints, strict=True):
+        if picked:
+            first.append(i)
+        elif i is None or i is Ellipsis:
+            first.append(i)
+            rest.append(slice(None) if i is None else i)
+        else:  # a slice or an array: each axis it indexes is kept whole at first (a mask's, all of its axes)
+            kind = getattr(getattr(i, "dtype", None), "kind", "")
+            first.extend([slice(None)] * (0 if isinstance(i, bool) else i.ndim if kind == "b" else 1))
+            rest.append(i)
+    return tuple(first), tuple(rest)
 
 
 def index_tuple(index: Any, device: str) -> tuple:
@@ -186,6 +213,9 @@ def setitem(x: Tensor, index: Any, value: Any) -> Tensor:
     """x with value written at index (value converted to x's dtype and broadcast, as PyTorch's x[index] = value
     does): what x[index] = value computes, before it lands in x's memory (Tensor.__setitem__)."""
     index = index_tuple(index, x.device)
+    ints_first = torch_order(index)
+    if ints_first:  # PyTorch's order, as getitem's: write into the part the ints select, then put it back
+        return setitem(x, ints_first[0], setitem(getitem(x, ints_first[0]), ints_first[1], value))
     v = value.to(x.dtype) if isinstance(value, Tensor) else Tensor.wrap(as_array(value, x.dtype, x.device, "setitem"))
     target = x.array[index].shape  # the shape of the place written
     if v.ndim > len(target):  # NumPy lets extra leading axes of size 1 through

@@ -185,12 +185,6 @@ class VersionedTensor:
 
     _version = property(lambda self: self._version_counter[0])  # as PyTorch's x._version: writes counted so far
 
-    @core.Tensor.data.setter
-    def data(self, value: Any) -> None:
-        """x.data = y: x holds y's values; a write, so the version goes up."""
-        core.Tensor.data.fset(self, value)
-        self._version_counter[0] += 1
-
     @property
     def grad_fn(self) -> core.Function | None:
         """The node that computed this tensor, None for a leaf (as PyTorch's grad_fn); a view whose base was

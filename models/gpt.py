@@ -119,7 +119,8 @@ class DecoderModel(nn.Module):
         """x (B, T, C) after the final norm -> logits (B, T, vocab) and, given targets, the mean cross-entropy over
         those that are not IGNORE_INDEX. A tied head reads the token embedding backwards: logits = x wte^T."""
         logits = F.linear(x, self.wte.weight) if self.lm_head is None else self.lm_head(x)  # (B, T, vocab)
-        loss = None if targets is None else F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX)
+        loss = None if targets is None else F.cross_entropy(logits.view(-1, logits.size(-1)),  # (B*T, vocab)
+                                                            as_array(targets).reshape(-1), ignore_index=IGNORE_INDEX)
         return logits, loss
 
     def token_ids(self, idx: Any, caches: list[KVCache] | None, start: int) -> Any:

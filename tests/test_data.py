@@ -105,3 +105,16 @@ def test_tensor_dataset_refuses_tensors_of_different_lengths():
         tdata.TensorDataset(torch.zeros(3), torch.zeros(4))
     with pytest.raises(ValueError, match=r"size mismatch between tensors: shapes \[\(3,\), \(4,\)\]"):
         TensorDataset(mg.zeros(3), mg.zeros(4))
+
+
+def test_random_sampler_with_replacement_draws_as_it_goes_as_torch():
+    """makemore's infinite loader: RandomSampler(replacement=True, num_samples=int(1e10)) yields its first batches
+    at once (drawn 32 at a time, as PyTorch's), instead of drawing 1e10 indices first."""
+    data = list(range(5))
+    mine = iter(DataLoader(TensorDataset(mg.arange(5)), batch_size=4,
+                           sampler=RandomSampler(data, replacement=True, num_samples=int(1e10))))
+    theirs = iter(tdata.DataLoader(tdata.TensorDataset(torch.arange(5)), batch_size=4,
+                                   sampler=tdata.RandomSampler(data, replacement=True, num_samples=int(1e10))))
+    for _ in range(3):
+        (batch,), (expected,) = next(mine), next(theirs)
+        assert batch.shape == tuple(expected.shape) == (4,) and set(batch.tolist()) <= set(data)

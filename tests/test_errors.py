@@ -222,15 +222,15 @@ def test_cross_entropy_target_out_of_range(rand, device, bad, where, given_as) -
     targets = np.array([[1, 0, 4], [2, 2, 3]])
     targets[where] = bad
     with pytest.raises(IndexError, match=shapes("cross_entropy", f"target {bad}", f"position {where}", "[0, 5)")):
-        F.cross_entropy(rand(2, 3, 5), AS[given_as](targets, device))
+        F.cross_entropy(rand(2, 5, 3), AS[given_as](targets, device))  # (N, C, d1): the classes on axis 1
 
 
 def test_cross_entropy_ignore_index_is_not_out_of_range_but_others_are(rand) -> None:
     targets = np.array([[1, -100, 4], [-100, 2, 3]])
-    assert np.isfinite(F.cross_entropy(rand(2, 3, 5), targets, ignore_index=-100).item())
+    assert np.isfinite(F.cross_entropy(rand(2, 5, 3), targets, ignore_index=-100).item())
     targets[1, 2] = -3
     with pytest.raises(IndexError, match=shapes("target -3", "position (1, 2)")):
-        F.cross_entropy(rand(2, 3, 5), targets, ignore_index=-100)
+        F.cross_entropy(rand(2, 5, 3), targets, ignore_index=-100)
 
 
 def test_cross_entropy_targets_of_wrong_shape(rand) -> None:

@@ -42,13 +42,13 @@ CASES = {
     "gelu, exact, empty": (lambda x: F.gelu(x), [(2, 0, 3)]),
     "layer_norm, no channels": (lambda x, w, b: F.layer_norm(x, 0, w, b), [(3, 0), (0,), (0,)]),
     "layer_norm, no rows": (lambda x, w, b: F.layer_norm(x, 12, w, b), [(0, 12), (12,), (12,)]),
-    "cross_entropy": (lambda x: F.cross_entropy(x, TARGETS, ignore_index=-1), [(3, 4, 10)]),
+    "cross_entropy": (lambda x: F.cross_entropy(x, TARGETS, ignore_index=-1), [(3, 10, 4)]),  # (N, C, d1)
     "cross_entropy, smoothing, sum": (lambda x: F.cross_entropy(x, TARGETS, ignore_index=-1, reduction="sum",
-                                                                label_smoothing=0.1), [(3, 4, 10)]),
-    "cross_entropy, none": (lambda x: F.cross_entropy(x, TARGETS, ignore_index=-1, reduction="none"), [(3, 4, 10)]),
+                                                                label_smoothing=0.1), [(3, 10, 4)]),
+    "cross_entropy, none": (lambda x: F.cross_entropy(x, TARGETS, ignore_index=-1, reduction="none"), [(3, 10, 4)]),
     "cross_entropy, every target ignored": (lambda x: F.cross_entropy(x, np.full((3, 4), -1), ignore_index=-1),
-                                            [(3, 4, 10)]),
-    "cross_entropy, long rows": (lambda x: F.cross_entropy(x, TARGETS % 9, label_smoothing=0.2), [(3, 4, 100)]),
+                                            [(3, 10, 4)]),
+    "cross_entropy, long rows": (lambda x: F.cross_entropy(x, TARGETS % 9, label_smoothing=0.2), [(3, 100, 4)]),
 }
 
 

@@ -350,10 +350,11 @@ def test_layer_norm_forward_matches_numpy(rand) -> None:
 
 @pytest.mark.parametrize("targets, ignore_index", [(TARGETS, None), (IGNORED, -100)], ids=["plain", "ignore_index"])
 def test_cross_entropy_forward_matches_numpy(rand, targets, ignore_index) -> None:
-    x = rand(2, 3, 5)
+    x = rand(2, 5, 3)  # (N, C, d1): the classes on axis 1, as PyTorch's
     loss = F.cross_entropy(x, targets, ignore_index=ignore_index)
     assert loss.shape == ()
-    assert loss.item() == pytest.approx(np_cross_entropy(x.numpy(), targets, ignore_index), rel=1e-12)
+    expected = np_cross_entropy(np.moveaxis(x.numpy(), 1, -1), targets, ignore_index)
+    assert loss.item() == pytest.approx(expected, rel=1e-12)
 
 
 def test_gelu_forward_matches_numpy(rand) -> None:
@@ -368,9 +369,9 @@ FUSED_VS_COMPOSED = {
     "log_softmax axis 1": (lambda x: F.log_softmax(x, 1), lambda x: composed_log_softmax(x, 1), [(2, 4, 3)]),
     "layer_norm affine": (lambda x, w, b: F.layer_norm(x, w.shape, w, b), composed_layer_norm, [(2, 3, 8), (8,), (8,)]),
     "layer_norm no affine": (lambda x: F.layer_norm(x, x.shape[-1]), composed_layer_norm, [(4, 6)]),
-    "cross_entropy": (lambda x: F.cross_entropy(x, TARGETS), lambda x: composed_cross_entropy(x, TARGETS),
-                      [(2, 3, 5)]),
-    "cross_entropy ignore_index": (lambda x: F.cross_entropy(x, IGNORED, ignore_index=-100),
+    "cross_entropy": (lambda x: F.cross_entropy(x.reshape(6, 5), TARGETS.reshape(6)),
+                      lambda x: composed_cross_entropy(x, TARGETS), [(2, 3, 5)]),
+    "cross_entropy ignore_index": (lambda x: F.cross_entropy(x.reshape(6, 5), IGNORED.reshape(6), ignore_index=-100),
                                    lambda x: composed_cross_entropy(x, IGNORED, ignore_index=-100), [(2, 3, 5)]),
     "gelu tanh": (lambda x: F.gelu(x, approximate="tanh"), composed_gelu, [(2, 3, 4)]),
 }

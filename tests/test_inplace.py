@@ -70,8 +70,9 @@ def test_version_counter_as_pytorch_counts_it():
     np.testing.assert_array_equal(x.numpy(), tx.numpy())
 
 
-def test_data_assignment_and_load_state_dict_count_as_writes():
-    """Replacing what a tensor holds is a write (PyTorch keeps the version on `x.data = y`: see docs/in-place.md)."""
+def test_load_state_dict_counts_as_a_write_and_data_assignment_keeps_the_version():
+    """load_state_dict writes into the parameters; `x.data = y` swaps what x holds and keeps its version, as
+    PyTorch's (its test_version_counter)."""
     layer = nn.Linear(2, 2)
     start = layer.weight._version  # 1, as torch's: its init wrote it in place
     x = mg.tensor([[1.0, 2.0]], requires_grad=True)
@@ -83,7 +84,7 @@ def test_data_assignment_and_load_state_dict_count_as_writes():
     t = mg.zeros(3)
     t.data = np.ones(3, dtype=np.float32)
     t.data = mg.full(3, 2.0)  # a tensor's array, as torch's x.data = y takes a tensor
-    assert t._version == 2 and t.numpy().tolist() == [2.0, 2.0, 2.0]
+    assert t._version == 0 and t.numpy().tolist() == [2.0, 2.0, 2.0]
     with pytest.raises(TypeError, match=r"data: expected a tensor \(or a NumPy or CuPy array\) of numbers, got list"):
         t.data = [1.0, 2.0]
 
@@ -642,3 +643,32 @@ def test_an_index_written_before_use_or_given_as_a_list_is_fine():
     x = mg.ones(5, requires_grad=True)
     (x[idx] * 2).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [2, 2, 0, 0, 0])
+
+
+def test_version_counter():
+    """PyTorch's test_version_counter: views share the counter, and `x.data = y` keeps it (and the sharing)."""
+    x = mg.randn(1, 2)
+    saved = x._version
+    x.add_(1).add_(1)
+    assert x._version > saved
+    xz = x[:]
+    assert x._version == xz._version
+    xz.add_(1)
+    assert x._version == xz._version
+    saved = x._version
+    x.data = mg.randn(2, 3)
+    assert x._version == saved
+    x.add_(1)
+    assert x._version > saved and x._version == xz._version
+    xz.add_(1)
+    assert x._version == xz._version
+
+
+def test_backward_after_data_assignment_uses_the_values_forward_saw():
+    """A deliberate difference (docs/pytorch-way.md): the node kept the array forward read, so x.data = y after
+    forward leaves the gradient that of the function computed, 2 * 1; PyTorch's reads x's new values, 2 * 5."""
+    x = mg.ones(3, requires_grad=True)
+    y = (x * x).sum()
+    x.data = mg.full((3,), 5.0)
+    y.backward()
+    assert x.grad.numpy().tolist() == [2.0, 2.0, 2.0]

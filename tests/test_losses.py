@@ -153,3 +153,51 @@ def test_pytorch_s_positional_size_average_cannot_land_in_an_option():
         nn.CrossEntropyLoss(None)  # torch's first argument is a per-class weight, which minigrad does not have
     with pytest.raises(TypeError):
         F.binary_cross_entropy_with_logits(mg.zeros(2), mg.zeros(2), None, True)
+
+
+@pytest.mark.parametrize("shape", [(5,), (4, 5), (2, 5, 3), (2, 5, 3, 4)], ids=["C", "N C", "N C d1", "N C d1 d2"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_and_nll_loss_take_the_classes_on_axis_1_as_torch(shape, reduction):
+    """(N, C, d1, ...) logits with (N, d1, ...) targets: the classes on axis 1, PyTorch's layout, values and
+    gradients compared in float64, for F.cross_entropy, nn.CrossEntropyLoss and nn.NLLLoss after LogSoftmax(1)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape)
+    target = rng.integers(0, 5, shape[:1] + shape[2:] if len(shape) > 1 else ())
+    if target.ndim:
+        target.reshape(-1)[0] = -100  # ignored
+    dim = 0 if len(shape) == 1 else 1
+    ours = {"F": lambda m: F.cross_entropy(m, target, reduction=reduction, label_smoothing=0.1),
+            "layer": lambda m: nn.CrossEntropyLoss(reduction=reduction)(m, target),
+            "nll": lambda m: nn.NLLLoss(reduction=reduction)(nn.LogSoftmax(dim=dim)(m), target)}
+    tt = torch.tensor(target)
+    theirs = {"F": lambda t: TF.cross_entropy(t, tt, reduction=reduction, label_smoothing=0.1),
+              "layer": lambda t: torch.nn.CrossEntropyLoss(reduction=reduction)(t, tt),
+              "nll": lambda t: torch.nn.NLLLoss(reduction=reduction)(torch.nn.LogSoftmax(dim=dim)(t), tt)}
+    for name in ours:
+        mx, tx = pair(x)
+        loss, expected = ours[name](mx), theirs[name](tx)
+        assert loss.shape == tuple(expected.shape), name
+        np.testing.assert_allclose(loss.numpy(), expected.detach().numpy(), rtol=1e-12, err_msg=name)
+        dout = rng.standard_normal(loss.shape)
+        loss.backward(mg.tensor(dout))
+        expected.backward(torch.tensor(dout))
+        np.testing.assert_allclose(mx.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-14, err_msg=name)
+
+
+def test_cross_entropy_of_equal_sizes_reads_axis_1_and_a_sequence_model_flattens():
+    """(B, T, V) with T == V: both read as (N, C, d1), silently, as PyTorch's does; nanoGPT's flattening
+    (logits.view(-1, V)) gives the per-token loss, a different number."""
+    rng = np.random.default_rng(4)
+    x, target = rng.standard_normal((2, 4, 4)), rng.integers(0, 4, (2, 4))
+    mx, tx = pair(x, requires_grad=False)
+    loss = F.cross_entropy(mx, target).item()
+    assert loss == pytest.approx(TF.cross_entropy(tx, torch.tensor(target)).item(), rel=1e-12)
+    flat = F.cross_entropy(mx.view(-1, 4), target.reshape(-1)).item()
+    assert flat == pytest.approx(TF.cross_entropy(tx.view(-1, 4), torch.tensor(target).view(-1)).item(), rel=1e-12)
+    assert flat != pytest.approx(loss)
+
+
+def test_cross_entropy_of_a_sequence_model_s_logits_unflattened_says_how_to_flatten():
+    with pytest.raises(ValueError, match=r"targets of shape \(2, 3\) for logits of shape \(2, 3, 7\); expected "
+                                         r"\(2, 7\) \(the classes are on axis 1\); for \(B, T, V\) scores, flatten"):
+        F.cross_entropy(mg.randn(2, 3, 7), np.zeros((2, 3), dtype=np.int64))

@@ -108,19 +108,18 @@ def test_repr_is_torchs_line_by_line():
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_nll_loss_after_log_softmax_matches_torch_in_value_and_gradient(reduction):
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((2, 3, 5))  # (B, T, C): classes last here, on axis 1 in torch
+    x = rng.standard_normal((2, 5, 3))  # (B, C, T): the classes on axis 1, as in torch
     target = np.array([[4, -100, 0], [2, 2, -100]])
     mx = mg.tensor(x, requires_grad=True)
-    loss = nn.NLLLoss(reduction=reduction)(nn.LogSoftmax(dim=-1)(mx), target)
+    loss = nn.NLLLoss(reduction=reduction)(nn.LogSoftmax(dim=1)(mx), target)
     tx = torch.tensor(x, requires_grad=True)
-    t_loss = torch.nn.NLLLoss(reduction=reduction)(torch.nn.LogSoftmax(dim=-1)(tx).transpose(1, 2),
-                                                   torch.tensor(target))
+    t_loss = torch.nn.NLLLoss(reduction=reduction)(torch.nn.LogSoftmax(dim=1)(tx), torch.tensor(target))
     np.testing.assert_allclose(loss.numpy(), t_loss.detach().numpy(), rtol=1e-12)
     seed = rng.standard_normal(loss.shape)
     loss.backward(mg.tensor(seed))
     t_loss.backward(torch.tensor(seed))
     np.testing.assert_allclose(mx.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-14)
-    assert np.all(mx.grad.numpy()[0, 1] == 0)  # the ignored position gets no gradient
+    assert np.all(mx.grad.numpy()[0, :, 1] == 0)  # the ignored position gets no gradient
 
 
 def test_nll_loss_gradient_is_its_finite_difference_and_log_softmax_takes_any_dim():

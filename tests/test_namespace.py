@@ -239,7 +239,7 @@ def test_the_legacy_constructor_type_strings_load_and_unsqueeze_on_each_device(d
 
 
 def test_a_retained_gradient_follows_unsqueeze_in_place_where_pytorch_keeps_the_old_shape():
-    """A deliberate difference (docs/torch-surface.md): PyTorch 2.13 leaves retain_grad's hook on the node before
+    """A deliberate difference (docs/pytorch-way.md): PyTorch 2.13 leaves retain_grad's hook on the node before
     unsqueeze_, so y.grad keeps y's old shape; here it follows y, as it does after every other in-place op."""
     grads = []
     for lib in (mg, torch):

@@ -250,27 +250,36 @@ def assert_same_values_and_gradients(fused, composed, inputs, twins) -> None:
 
 
 @pytest.mark.parametrize("T, T_k", [(4, 4), (1, 6), (3, 7)])
-def test_sdpa_causal_is_the_kv_cache_mask(rand, T, T_k) -> None:
-    """is_causal: the T queries are the last T of T_k positions, as the GPT's KV cache generation needs."""
+def test_sdpa_with_causal_mask_is_the_kv_cache_mask(rand, T, T_k) -> None:
+    """attn_mask=F.causal_mask(T, T_k): the T queries are the last T of T_k positions, as a KV cache needs."""
     q, k, v = rand(2, 3, T, 4), rand(2, 3, T_k, 4), rand(2, 3, T_k, 5)
     qt, kt, vt = twins = twins_of((q, k, v))
-    fused = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    composed = composed_weights(qt, kt, F.causal_mask(T, T_k, dtype=q.dtype, device=q.device)) @ vt
+    mask = F.causal_mask(T, T_k, dtype=q.dtype, device=q.device)
+    fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    composed = composed_weights(qt, kt, mask) @ vt
     assert_same_values_and_gradients(fused, composed, (q, k, v), twins)
 
 
 @needs_torch
-def test_sdpa_is_causal_differs_from_torch_only_by_alignment() -> None:
-    """PyTorch's is_causal aligns query 0 with key 0; ours aligns the last query with the last key,
-    which PyTorch spells attn_mask=causal_lower_right(L, S)."""
-    from torch.nn.attention.bias import causal_lower_right
-
+@pytest.mark.parametrize("L, S", [(3, 5), (5, 3), (4, 4), (1, 6)])
+def test_sdpa_is_causal_aligns_top_left_as_torch(L, S) -> None:
+    """is_causal: query i sees keys 0..i, as PyTorch's (the KV cache's bottom-right mask is F.causal_mask(L, S));
+    values and gradients compared in float64."""
     rng = np.random.default_rng(6)
-    q, k, v = rng.standard_normal((1, 2, 3, 4)), rng.standard_normal((1, 2, 5, 4)), rng.standard_normal((1, 2, 5, 4))
-    ours = F.scaled_dot_product_attention(mg.tensor(q), mg.tensor(k), mg.tensor(v), is_causal=True).numpy()
-    lower_right = TF.scaled_dot_product_attention(_t(q), _t(k), _t(v), attn_mask=causal_lower_right(3, 5))
-    np.testing.assert_allclose(ours, lower_right.numpy(), **TOL)
-    assert not np.allclose(ours, TF.scaled_dot_product_attention(_t(q), _t(k), _t(v), is_causal=True).numpy())
+    arrays = rng.standard_normal((1, 2, L, 4)), rng.standard_normal((1, 2, S, 4)), rng.standard_normal((1, 2, S, 3))
+    ours = [mg.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [_t(a, requires_grad=True) for a in arrays]
+    out = F.scaled_dot_product_attention(*ours, is_causal=True)
+    expected = TF.scaled_dot_product_attention(*theirs, is_causal=True)
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), **TOL)
+    dout = rng.standard_normal(out.shape)
+    out.backward(dout)
+    expected.backward(_t(dout))
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), **TOL)
+    if L < S:  # the bottom-right mask answers differently
+        kv_cache = F.scaled_dot_product_attention(*ours, attn_mask=F.causal_mask(L, S, dtype=mg.float64))
+        assert not np.allclose(kv_cache.numpy(), out.numpy())
 
 
 def test_sdpa_is_one_node_and_keeps_float32(rand) -> None:
@@ -326,10 +335,12 @@ def test_a_query_that_sees_no_key_gets_zeros_from_sdpa_and_nan_written_out_as_in
 
 
 def test_sdpa_with_the_projects_causal_mask_is_causal_attention(rand) -> None:
-    """F.causal_mask is additive (0 / -inf), so as attn_mask it hides the future, exactly as is_causal does."""
+    """F.causal_mask is additive (0 / -inf), so as attn_mask it hides the future, exactly as is_causal does for as
+    many queries as keys; with fewer queries, they are the last ones (a KV cache's)."""
     q, k, v = rand(2, 3, 4, 4), rand(2, 3, 6, 4), rand(2, 3, 6, 5)
+    square = F.scaled_dot_product_attention(k, k, v, attn_mask=F.causal_mask(6, dtype=q.dtype, device=q.device))
+    np.testing.assert_array_equal(square.numpy(), F.scaled_dot_product_attention(k, k, v, is_causal=True).numpy())
     with_mask = F.scaled_dot_product_attention(q, k, v, attn_mask=F.causal_mask(4, 6, dtype=q.dtype, device=q.device))
-    np.testing.assert_array_equal(with_mask.numpy(), F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy())
     changed = v.numpy().copy()
     changed[..., -1, :] += 1  # the last key's value: in the future of every query but the last
     moved = F.scaled_dot_product_attention(q, k, mg.tensor(changed, device=q.device),
@@ -386,13 +397,16 @@ def test_sdpa_takes_both_kinds_of_mask_as_torch_does(kind: str, path: str) -> No
 
 def test_causal_mask_as_a_boolean_mask_is_is_causal(rand) -> None:
     """F.causal_mask(T, T_k) == 0 is the boolean mask of the same convention (True: may attend): as attn_mask it
-    gives what the float mask itself and is_causal give."""
+    gives what the float mask itself gives (the last T of T_k positions, a KV cache's), and for as many queries as
+    keys what is_causal gives."""
     q, k, v = rand(2, 3, 4, 4), rand(2, 3, 6, 4), rand(2, 3, 6, 5)
-    causal = F.causal_mask(4, 6, dtype=q.dtype, device=q.device)
-    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy()
-    for mask in (causal == 0, causal):
-        np.testing.assert_allclose(F.scaled_dot_product_attention(q, k, v, attn_mask=mask).numpy(), expected,
-                                   rtol=1e-12, atol=1e-12)
+    for queries, T in ((q, 4), (k, 6)):
+        causal = F.causal_mask(T, 6, dtype=q.dtype, device=q.device)
+        expected = F.scaled_dot_product_attention(queries, k, v, attn_mask=causal).numpy()
+        if T == 6:
+            np.testing.assert_array_equal(F.scaled_dot_product_attention(k, k, v, is_causal=True).numpy(), expected)
+        np.testing.assert_allclose(F.scaled_dot_product_attention(queries, k, v, attn_mask=causal == 0).numpy(),
+                                   expected, rtol=1e-12, atol=1e-12)
 
 
 @needs_torch
@@ -440,7 +454,6 @@ def test_sdpa_refuses_bad_arguments(rand, kwargs, error, message) -> None:
     (((2, 3, 4), (2, 5, 3), (2, 5, 6)), "query (2, 3, 4), key (2, 5, 3), value (2, 5, 6) do not fit"),
     (((2, 3, 4), (2, 5, 4), (2, 4, 6)), "query (2, 3, 4), key (2, 5, 4), value (2, 4, 6) do not fit"),
     (((2, 3, 4), (3, 5, 4), (2, 5, 6)), "batch axes of query (2, 3, 4), key (3, 5, 4) and value (2, 5, 6)"),
-    (((2, 6, 4), (2, 5, 4), (2, 5, 6)), "is_causal with 6 queries and only 5 keys"),
 ])
 def test_sdpa_refuses_shapes_that_do_not_fit(rand, shapes, message) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -517,14 +530,13 @@ def test_cross_entropy_matches_torch(rand, reduction, smoothing, targets) -> Non
 def test_cross_entropy_of_only_ignored_targets_matches_torch(rand, smoothing) -> None:
     """The mean of no row is NaN and its gradient 0; the sum is 0 (PyTorch's answers, computed on the
     device without asking it how many rows counted)."""
-    x = rand(2, 3, 4)
+    x = rand(2, 4, 3)  # (N, C, d1)
     ignored = np.full((2, 3), -100)
     for reduction in ("mean", "sum", "none"):
         x.zero_grad()
         loss = F.cross_entropy(x, ignored, reduction=reduction, label_smoothing=smoothing)
-        expected = TF.cross_entropy(_t(x.numpy()).reshape(6, 4), _t(ignored).reshape(6), reduction=reduction,
-                                    label_smoothing=smoothing)
-        np.testing.assert_array_equal(loss.numpy().reshape(-1), expected.numpy().reshape(-1))
+        expected = TF.cross_entropy(_t(x.numpy()), _t(ignored), reduction=reduction, label_smoothing=smoothing)
+        np.testing.assert_array_equal(loss.numpy(), expected.numpy())
         loss.backward(np.ones(loss.shape))
         np.testing.assert_array_equal(grad(x), 0)
 
@@ -532,8 +544,8 @@ def test_cross_entropy_of_only_ignored_targets_matches_torch(rand, smoothing) ->
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("kind", ["indices", "probabilities"])
 def test_cross_entropy_keeps_float32(rand, reduction, kind) -> None:
-    x = rand(2, 3, 5, dtype=mg.float32)
-    t = CE_INDICES if kind == "indices" else np.full((2, 3, 5), 0.2)  # float64 probabilities take x's dtype
+    x = rand(2, 5, 3, dtype=mg.float32)  # (N, C, d1)
+    t = CE_INDICES if kind == "indices" else np.full((2, 5, 3), 0.2)  # float64 probabilities take x's dtype
     loss = F.cross_entropy(x, t, reduction=reduction, label_smoothing=0.1)
     assert loss.dtype == mg.float32 and loss.shape == ((2, 3) if reduction == "none" else ())
     loss.backward(np.ones(loss.shape))

@@ -676,7 +676,7 @@ def test_clip_grad_norm_of_float32_gradients_whose_powers_overflow_is_the_true_n
     """[3e19, 4e19] in float32: the squares overflow (9e38 > 3.4e38), so the plain sum is inf, where the norm, 5e19,
     is finite. minigrad computes it again over the gradients divided by their largest, returns it and clips.
     PyTorch 2.13 returns inf there and multiplies the gradients by max_norm / inf, zeroing them: a deliberate
-    difference (docs/torch-surface.md), asserted here on both sides."""
+    difference (docs/pytorch-way.md), asserted here on both sides."""
     torch = pytest.importorskip("torch", reason="torch is not installed")
     values = np.array([3e19, 4e19], dtype=np.float32)
     p, q = mg.tensor(values, requires_grad=True), mg.tensor(np.array([-1e19], dtype=np.float32), requires_grad=True)

@@ -201,3 +201,79 @@ def test_embedding_takes_the_indices_first(rand) -> None:
     np.testing.assert_array_equal(F.embedding([[4, 0]], w).numpy(), w.numpy()[[[4, 0]]])
     with pytest.raises(TypeError, match=r"embedding: weight must be a tensor, got list; the indices come first"):
         F.embedding(w, [4, 0])
+
+
+# ---- indexing: PyTorch's rule where ints and arrays mix ----
+
+_A, _A0 = np.array([1, 2]), np.array([1, 0])
+_MASK = np.array([True, False, True])
+_ALL = slice(None)
+INDEXES = {  # into a (2, 3, 4, 5) tensor; arrays given as NumPy arrays, lists and tensors
+    "int, slice, array, slice": (0, _ALL, _A, _ALL),  # PyTorch (3, 2, 5), NumPy (2, 3, 5)
+    "slice, int, slice, array": (_ALL, 0, _ALL, _A),
+    "array, int, array": (_A0, 0, _A),
+    "array, slice, int": (_A0, _ALL, 0),
+    "int, array": (0, _A),
+    "int, slice, 2-d array": (1, _ALL, np.array([[0, 1], [2, 0]])),
+    "int, ellipsis, array": (0, Ellipsis, _A),
+    "ellipsis, int, array": (Ellipsis, 1, _A),
+    "int, None, slice, array": (0, None, _ALL, _A),
+    "None, int, array, int": (None, 0, _A, 1),
+    "int, mask": (0, _MASK),
+    "int, mask, int": (1, _MASK, 2),
+    "array, int, slice, array": (_A0, 1, _ALL, _A),
+    "int, list, slice": (0, [1, 2], slice(1, 3)),
+    "int, slice, column, row": (0, _ALL, np.array([[1], [2]]), np.array([0, 3])),
+    "negative int, slice, array": (-1, _ALL, np.array([3, 0])),
+    "two ints, array": (0, 2, _A),
+    "ints only": (1, 2),
+    "slices only": (slice(1, None), _ALL, slice(None, None, 2)),
+    "arrays only": (_A0, _A),
+    "mask only": (np.array([True, False]),),
+    "None and ellipsis": (None, Ellipsis, 0),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("as_", ["numpy", "tensor"])
+@pytest.mark.parametrize("name", INDEXES)
+def test_indexing_matches_torch_forward_backward_and_setitem(name, as_):
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 5))
+    index = INDEXES[name]
+    theirs = tuple(torch.from_numpy(i) if isinstance(i, np.ndarray) else i for i in index)
+    ours = tuple(mg.tensor(i) if isinstance(i, np.ndarray) and as_ == "tensor" else i for i in index)
+    mx, tx = mg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    y, expected = mx[ours], tx[theirs]
+    assert y.shape == tuple(expected.shape)
+    np.testing.assert_array_equal(y.numpy(), expected.detach().numpy())
+    dout = np.random.default_rng(1).standard_normal(y.shape)
+    y.backward(dout)
+    expected.backward(torch.from_numpy(dout))
+    np.testing.assert_array_equal(mx.grad.numpy(), tx.grad.numpy())
+    mw, tw = mg.tensor(x), torch.tensor(x)
+    value = np.arange(dout.size, dtype=float).reshape(dout.shape)
+    mw[ours] = value
+    tw[theirs] = torch.from_numpy(value)
+    np.testing.assert_array_equal(mw.numpy(), tw.numpy())
+
+
+def test_setitem_with_ints_and_arrays_records_its_gradient_as_torch():
+    """The write lands in PyTorch's order, and the gradient of what was written and of what was kept follows it."""
+    x = mg.zeros(2, 3, 4, dtype=mg.float64, requires_grad=True)
+    v = mg.tensor(np.arange(6.0).reshape(3, 2), requires_grad=True)
+    y = x * 1.0
+    y[0, :, [1, 2]] = v  # (3, 2): PyTorch's shape for y[0, :, [1, 2]]
+    (y * mg.tensor(np.arange(24.0).reshape(2, 3, 4))).sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), np.arange(24.0).reshape(2, 3, 4)[0][:, [1, 2]])
+    assert x.grad.numpy()[0, :, [1, 2]].sum() == 0 and x.grad.numpy()[1].sum() == np.arange(12.0, 24.0).sum()
+
+
+def test_an_index_tensor_written_after_a_mixed_index_is_refused_in_backward():
+    """x[0, :, idx] keeps idx for its backward, as any array index does: writing into idx before backward is
+    refused (the gradient would go where idx points now), as PyTorch refuses."""
+    x = mg.randn(2, 3, 4, requires_grad=True)
+    idx = mg.tensor([1, 2])
+    y = x[0, :, idx].sum()
+    idx[0] = 3
+    with pytest.raises(RuntimeError, match="index or mask tensor"):
+        y.backward()

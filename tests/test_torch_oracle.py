@@ -110,9 +110,8 @@ TORCH = {
     "layer_norm": lambda x, w, b: TF.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5),
     "layer_norm no affine": lambda x: TF.layer_norm(x, (x.shape[-1],), eps=1e-5),
     "layer_norm over two axes": lambda x, w, b: TF.layer_norm(x, (3, 4), w, b, eps=1e-5),
-    "cross_entropy": lambda x: TF.cross_entropy(x.reshape(-1, x.shape[-1]), _t(_TARGETS).reshape(-1)),
-    "cross_entropy ignore_index": lambda x: TF.cross_entropy(x.reshape(-1, x.shape[-1]), _t(_IGNORED).reshape(-1),
-                                                             ignore_index=-100),
+    "cross_entropy": lambda x: TF.cross_entropy(x, _t(_TARGETS)),  # (N, C, d1) logits, (N, d1) targets
+    "cross_entropy ignore_index": lambda x: TF.cross_entropy(x, _t(_IGNORED), ignore_index=-100),
     "embedding repeated indices": lambda w: TF.embedding(_t(_TOKENS), w),
     "gelu tanh": lambda x: TF.gelu(x, approximate="tanh"),
     "gelu tanh of a scalar": lambda x: TF.gelu(x, approximate="tanh"),
@@ -200,18 +199,6 @@ def _torch_chunk_broadcast(x):
     return a * b + c
 
 
-def _torch_causal_end_aligned(q, k, v):
-    """minigrad's is_causal aligns the queries to the last keys (PyTorch's own aligns to the first)."""
-    L, S = q.shape[-2], k.shape[-2]
-    return TF.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(L, S, dtype=torch.bool).tril(S - L))
-
-
-def _torch_cross_entropy(x, targets, **options):
-    """PyTorch wants the classes on axis 1: flatten (B, T, V) to (B*T, V) and unflatten "none"'s result."""
-    loss = TF.cross_entropy(x.reshape(-1, x.shape[-1]), targets.reshape(-1, *targets.shape[x.ndim - 1:]), **options)
-    return loss.reshape(x.shape[:-1]) if options.get("reduction") == "none" else loss
-
-
 TORCH.update({
     "stack dim 1": lambda a, b, c: torch.stack([a, b, c], dim=1),
     "stack dim -1 batched": lambda a, b: torch.stack([a, b], dim=-1),
@@ -242,14 +229,14 @@ TORCH.update({
     "rms_norm no weight": lambda x: TF.rms_norm(x, (5,)),
     "sdpa": TF.scaled_dot_product_attention,
     "sdpa causal": lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
-    "sdpa causal T_q < T_k": _torch_causal_end_aligned,
+    "sdpa causal T_q < T_k": lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
     "sdpa bool mask broadcast batch": lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, _t(_SEES)),
     "sdpa float mask and scale": lambda q, k, v, m: TF.scaled_dot_product_attention(q, k, v, m, scale=0.3),
-    "cross_entropy sum": lambda x: _torch_cross_entropy(x, _t(_TARGETS), reduction="sum"),
-    "cross_entropy none ignore_index": lambda x: _torch_cross_entropy(x, _t(_IGNORED), reduction="none"),
-    "cross_entropy smoothing ignore_index": lambda x: _torch_cross_entropy(x, _t(_IGNORED), label_smoothing=0.2),
-    "cross_entropy probabilities": lambda x, p: _torch_cross_entropy(x, p, label_smoothing=0.1),
-    "cross_entropy probabilities none": lambda x, p: _torch_cross_entropy(x, p, reduction="none"),
+    "cross_entropy sum": lambda x: TF.cross_entropy(x, _t(_TARGETS), reduction="sum"),
+    "cross_entropy none ignore_index": lambda x: TF.cross_entropy(x, _t(_IGNORED), reduction="none"),
+    "cross_entropy smoothing ignore_index": lambda x: TF.cross_entropy(x, _t(_IGNORED), label_smoothing=0.2),
+    "cross_entropy probabilities": lambda x, p: TF.cross_entropy(x, p, label_smoothing=0.1),
+    "cross_entropy probabilities none": lambda x, p: TF.cross_entropy(x, p, reduction="none"),
 })
 
 # ---- regression and binary losses, and the loss layers ----
@@ -266,8 +253,7 @@ TORCH.update({
         x, _t(_PROBS), _t(_ROW_WEIGHT), reduction="none"),
     "bce_with_logits large logits": lambda x: TF.binary_cross_entropy_with_logits(
         x * 30.0, _t(_PROBS), pos_weight=_t(_POS_WEIGHT)),
-    "CrossEntropyLoss layer smoothing": lambda x: torch.nn.CrossEntropyLoss(label_smoothing=0.1)(
-        x.reshape(-1, x.shape[-1]), _t(_IGNORED).reshape(-1)),
+    "CrossEntropyLoss layer smoothing": lambda x: torch.nn.CrossEntropyLoss(label_smoothing=0.1)(x, _t(_IGNORED)),
     "MSELoss layer sum": lambda x, y: torch.nn.MSELoss(reduction="sum")(x, y),
     "BCEWithLogitsLoss layer": lambda x: torch.nn.BCEWithLogitsLoss(pos_weight=_t(_POS_WEIGHT))(x, _t(_PROBS)),
 })

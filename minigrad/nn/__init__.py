@@ -645,7 +645,7 @@ class MSELoss(Module):
 
 
 class CrossEntropyLoss(Module):
-    """F.cross_entropy as a layer, with its options (classes on the last axis; no per-class weight)."""
+    """F.cross_entropy as a layer, with its options (classes on axis 1, as PyTorch's; no per-class weight)."""
 
     def __init__(self, *, ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0) -> None:
         super().__init__()
@@ -662,7 +662,7 @@ class CrossEntropyLoss(Module):
 
 
 class NLLLoss(Module):
-    """F.nll_loss as a layer, after nn.LogSoftmax(-1): classes on the last axis, no per-class weight."""
+    """F.nll_loss as a layer, after nn.LogSoftmax(dim=1): classes on axis 1, as PyTorch's; no per-class weight."""
 
     def __init__(self, *, ignore_index: int = -100, reduction: str = "mean") -> None:
         super().__init__()

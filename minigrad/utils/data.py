@@ -81,8 +81,9 @@ class RandomSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         n = len(self.data_source)
-        if self.replacement:
-            yield from randint(0, n, (self.num_samples,), generator=self.generator).tolist()
+        if self.replacement:  # drawn 32 at a time, as PyTorch's: makemore asks for 1e10 samples, read a few at a time
+            for start in range(0, self.num_samples, 32):
+                yield from randint(0, n, (min(32, self.num_samples - start),), generator=self.generator).tolist()
             return
         for _ in range(self.num_samples // n):  # num_samples beyond n: whole permutations, then part of one
             yield from randperm(n, generator=self.generator).tolist()
