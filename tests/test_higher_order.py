@@ -348,20 +348,6 @@ def test_grad_outputs_in_the_graph_give_a_jacobian_vector_product() -> None:
     np.testing.assert_allclose(run(mg, mg.tensor), run(torch, torch.tensor), rtol=1e-12)
 
 
-def test_a_function_of_your_own_is_refused_with_a_reason() -> None:
-    class Square(mg.Function):
-        def forward(self, x):
-            self.x = x
-            return x * x
-
-        def backward(self, dout):
-            return (2 * self.x * dout,)
-
-    x = mg.tensor([1.0, 2.0], requires_grad=True)
-    with pytest.raises(NotImplementedError, match="square: create_graph=True needs a backward written in tensor ops"):
-        mg.autograd.grad(Square.apply(x).sum(), x, create_graph=True)
-
-
 def test_gradgradcheck_catches_a_wrong_second_formula() -> None:
     """A formula that treats x as a constant gives the right gradient, so gradcheck passes, but the wrong second
     derivative: gradgradcheck names it."""
