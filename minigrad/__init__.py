@@ -23,6 +23,8 @@ from minigrad.backend import Generator, cuda_available, device, manual_seed
 from minigrad.creation import (
     arange,
     as_tensor,
+    empty,
+    empty_like,
     eye,
     from_numpy,
     full,
@@ -30,8 +32,11 @@ from minigrad.creation import (
     linspace,
     ones,
     ones_like,
+    rand,
+    rand_like,
     randint,
     randn,
+    randn_like,
     randperm,
     tensor,
     zeros,
@@ -47,13 +52,16 @@ from minigrad.dtypes import int64 as long
 from minigrad.elementwise import (
     abs,
     add,
+    allclose,
     clamp,
     clip,
     clone,
     cos,
     div,
+    equal,
     erf,
     exp,
+    isclose,
     log,
     maximum,
     minimum,
@@ -70,7 +78,7 @@ from minigrad.elementwise import (
 )
 from minigrad.finite_differences import GradcheckError, gradcheck, gradgradcheck
 from minigrad.legacy import BoolTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor
-from minigrad.matmul import matmul
+from minigrad.matmul import bmm, dot, matmul, outer
 from minigrad.optimized import compile
 from minigrad.picture import draw
 from minigrad.reductions import (
@@ -115,7 +123,7 @@ from minigrad.shapes import (
 )
 from minigrad.speed import compiled, fused, is_compiled_enabled, is_fused_enabled
 from minigrad.switches import inference_mode
-from minigrad.tensor import Function, Tensor, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from minigrad.tensor import Function, Tensor, enable_grad, is_grad_enabled, is_tensor, no_grad, numel, set_grad_enabled
 
 # torch.optim.lr_scheduler: the schedulers, minigrad/lr_scheduler.py (which builds on optim.py), under that name too;
 # one module under two names, as minigrad.nn.functional is minigrad.functional
@@ -146,4 +154,7 @@ __all__ = [
     "cat", "chunk", "concatenate", "flatten", "flip", "gather", "permute", "reshape", "split", "squeeze", "stack", "t",
     "transpose", "tril", "triu", "unflatten", "unsqueeze",
     "matmul", "softmax", "log_softmax",
+    # more of torch.X: comparisons (elementwise.py), random and empty tensors (creation.py), products (matmul.py)
+    "allclose", "isclose", "equal", "is_tensor", "numel", "rand", "rand_like", "randn_like", "empty", "empty_like",
+    "bmm", "dot", "outer",
 ]

@@ -1,7 +1,8 @@
 """Creating tensors, as PyTorch's functions of the same names: tensor (a copy), as_tensor and from_numpy (which share
-an array's memory), zeros, ones, full, eye, the *_like forms, arange, linspace, and the random ones: randn, randint
-and randperm (each from the device's seeded generator, or the `generator=` passed; multinomial, which draws from a
-tensor's rows, is in reductions.py). Each makes a new leaf, on "cpu" unless `device` says otherwise.
+an array's memory), zeros, ones, full, empty (zero-filled), eye, the *_like forms, arange, linspace, and the random
+ones: rand, randn, randint and randperm, with rand_like and randn_like (each from the device's seeded generator, or
+the `generator=` passed; multinomial, which draws from a tensor's rows, is in reductions.py). Each makes a new leaf,
+on "cpu" unless `device` says otherwise.
 """
 
 from __future__ import annotations
@@ -50,6 +51,13 @@ def ones(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad
     return Tensor.wrap(data).requires_grad_(requires_grad)
 
 
+def empty(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
+    """A tensor of `shape`, as torch.empty, whose values are not to be relied on: here it is zero-filled (zeros),
+    where PyTorch's holds whatever its memory held."""
+    data = backend.module_for(device).zeros(int_tuple("empty", shape), dtype=number_dtype("empty", dtype))
+    return Tensor.wrap(data).requires_grad_(requires_grad)
+
+
 def full(shape: int | Sequence[int], fill_value: float | bool, dtype: DType | None = None, device: str = "cpu",
          requires_grad: bool = False) -> Tensor:
     """A tensor of `shape` filled with `fill_value`; its dtype by default as PyTorch picks it: float32 for a
@@ -79,6 +87,13 @@ def ones_like(t: Tensor, *, dtype: DType | None = None, device: str | None = Non
     return full_like(t, 1, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+def empty_like(t: Tensor, *, dtype: DType | None = None, device: str | None = None,
+               requires_grad: bool = False) -> Tensor:
+    """A tensor of t's shape, as torch.empty_like, with t's dtype and device unless given; zero-filled here (empty)."""
+    return empty(*t.shape, dtype=t.dtype if dtype is None else dtype, device=t.device if device is None else device,
+                 requires_grad=requires_grad)
+
+
 def eye(n: int, m: int | None = None, *, dtype: DType = float32, device: str = "cpu",
         requires_grad: bool = False) -> Tensor:
     """The (n, m) identity matrix (m = n when not given): ones on the diagonal, zeros elsewhere."""
@@ -94,6 +109,30 @@ def randn(*shape: int, dtype: DType = float32, device: str = "cpu", requires_gra
         raise TypeError(f"randn: dtype must be floating point, got {dtype}")
     data = backend.generator(device, generator).standard_normal(int_tuple("randn", shape), dtype=dtype)
     return Tensor.wrap(data).requires_grad_(requires_grad)
+
+
+def rand(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False,
+         generator: backend.Generator | None = None) -> Tensor:
+    """Samples from U(0, 1) from the device's seeded generator (see mg.manual_seed), or from `generator`."""
+    dtype = number_dtype("rand", dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"rand: dtype must be floating point, got {dtype}")
+    data = backend.generator(device, generator).random(int_tuple("rand", shape), dtype=dtype)
+    return Tensor.wrap(data).requires_grad_(requires_grad)
+
+
+def rand_like(t: Tensor, *, dtype: DType | None = None, device: str | None = None,
+              requires_grad: bool = False) -> Tensor:
+    """rand of t's shape, with t's dtype and device unless given (a floating-point dtype, as torch.rand_like)."""
+    return rand(*t.shape, dtype=t.dtype if dtype is None else dtype, device=t.device if device is None else device,
+                requires_grad=requires_grad)
+
+
+def randn_like(t: Tensor, *, dtype: DType | None = None, device: str | None = None,
+               requires_grad: bool = False) -> Tensor:
+    """randn of t's shape, with t's dtype and device unless given (a floating-point dtype, as torch.randn_like)."""
+    return randn(*t.shape, dtype=t.dtype if dtype is None else dtype, device=t.device if device is None else device,
+                 requires_grad=requires_grad)
 
 
 def randint(*args: Any, size: Sequence[int] | None = None, low: int | None = None, high: int | None = None,

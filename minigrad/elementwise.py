@@ -113,6 +113,35 @@ def compare(op: str, a: Tensor, b: Any) -> Tensor:
     return Tensor.wrap(getattr(backend.get_array_module(a.array), ufunc)(a.array, b.array), False)
 
 
+def isclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """|a - b| <= atol + rtol * |b| elementwise (equal infinities too), as torch.isclose: a boolean tensor outside
+    the graph; a and b broadcast and must have one dtype. NaN is close to NaN only with equal_nan=True."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(f"isclose: expected tensors, got {type(a).__name__} and {type(b).__name__}")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"isclose: expected both tensors to have one dtype, got {a.dtype} and {b.dtype}")
+    if rtol < 0 or atol < 0:
+        raise RuntimeError(f"isclose: rtol and atol must be non-negative, got rtol={rtol} and atol={atol}")
+    check_same_device_and_dtype("isclose", (a, b))
+    xp = backend.get_array_module(a.array)
+    return Tensor.wrap(xp.isclose(a.array, b.array, rtol=rtol, atol=atol, equal_nan=equal_nan), False)
+
+
+def allclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether every element of a is close to b's (isclose), as torch.allclose: a Python bool."""
+    return bool(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan).array.all())
+
+
+def equal(a: Tensor, b: Tensor) -> bool:
+    """Whether a and b have one shape and equal elements, as torch.equal: a Python bool (no broadcasting;
+    values compared across dtypes, NaN equal to nothing)."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(f"equal: expected tensors, got {type(a).__name__} and {type(b).__name__}")
+    if a.device != b.device:
+        raise RuntimeError(f"equal: tensors on {a.device} and {b.device}; move one to the other's device")
+    return a.shape == b.shape and bool(backend.get_array_module(a.array).array_equal(a.array, b.array))
+
+
 # ---- elementwise: unary ----
 
 class Neg(Function):

@@ -1,4 +1,5 @@
-"""Matrix products: `a @ b` (numpy.matmul semantics, batch dims broadcast) and F.linear (x @ w^T + b, PyTorch's
+"""Matrix products: `a @ b` (numpy.matmul semantics, batch dims broadcast), bmm, dot and outer (made of matmul, so
+their gradients are matmul's) and F.linear (x @ w^T + b, PyTorch's
 weight layout), both computed by `product`, which arranges each for BLAS.
 """
 
@@ -66,6 +67,35 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     if b.ndim == 1:  # and the column axis
         out = out.reshape(out.shape[:-1])
     return out
+
+
+def bmm(a: Tensor, b: Tensor) -> Tensor:
+    """Batched matrix product, as torch.bmm: (B, n, k) @ (B, k, m) -> (B, n, m), no broadcasting; matmul's."""
+    a, b = operands("bmm", a, b)
+    if a.ndim != 3 or b.ndim != 3:
+        raise RuntimeError(f"bmm: expected 3-D tensors, got shapes {a.shape} and {b.shape}")
+    if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        raise RuntimeError(f"bmm: shapes {a.shape} and {b.shape} do not fit: expected the second of shape "
+                           f"({a.shape[0]}, {a.shape[2]}, m)")
+    return matmul(a, b)
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    """The dot product of two 1-D tensors of one length, as torch.dot: a 0-d tensor; matmul's."""
+    a, b = operands("dot", a, b)
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"dot: 1-D tensors expected, got shapes {a.shape} and {b.shape}")
+    if a.shape != b.shape:
+        raise RuntimeError(f"dot: tensors of shapes {a.shape} and {b.shape} differ in length")
+    return matmul(a, b)
+
+
+def outer(a: Tensor, b: Tensor) -> Tensor:
+    """The outer product of two 1-D tensors, as torch.outer: (n,) and (m,) -> (n, m), a column @ a row; matmul's."""
+    a, b = operands("outer", a, b)
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"outer: 1-D tensors expected, got shapes {a.shape} and {b.shape}")
+    return matmul(a.reshape(a.shape[0], 1), b.reshape(1, b.shape[0]))
 
 
 # ---- linear ----

@@ -26,7 +26,8 @@ from minigrad.versions import Function, VersionedTensor, increment_version, save
 
 __all__ = [
     "Function", "RemovableHandle", "Tensor", "as_writable", "enable_grad", "grad", "graph_order", "increment_version",
-    "intercept", "is_grad_enabled", "modes", "no_grad", "operands", "saves_index", "set_grad_enabled",
+    "intercept", "is_grad_enabled", "is_tensor", "modes", "no_grad", "numel", "operands", "saves_index",
+    "set_grad_enabled",
 ]
 
 
@@ -363,6 +364,17 @@ def _scaled(other: Any, alpha: float) -> Any:
     return other * alpha
 
 
+
+def is_tensor(obj: Any) -> bool:
+    """Whether obj is a tensor, as torch.is_tensor (a NumPy array is not)."""
+    return isinstance(obj, core.Tensor)
+
+
+def numel(t: Tensor) -> int:
+    """The number of elements of t, as torch.numel (t.numel())."""
+    if not isinstance(t, core.Tensor):
+        raise TypeError(f"numel: expected a tensor, got {type(t).__name__}")
+    return t.numel()
 
 
 core.make_tensors_as(Tensor)  # op results and gradients are of this class (core.TENSOR)
