@@ -301,6 +301,12 @@ class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, c
     def clip(self, min=None, max=None) -> Tensor: return elementwise.clamp(self, min, max)
     def masked_fill(self, mask, value) -> Tensor: return elementwise.masked_fill(self, mask, value)
     def relu(self) -> Tensor: return activations.relu(self)
+    def bmm(self, other) -> Tensor: return matmul.bmm(self, other)
+    def dot(self, other) -> Tensor: return matmul.dot(self, other)
+    def outer(self, other) -> Tensor: return matmul.outer(self, other)
+    def isclose(self, *args, **kwargs) -> Tensor: return elementwise.isclose(self, *args, **kwargs)
+    def allclose(self, *args, **kwargs) -> bool: return elementwise.allclose(self, *args, **kwargs)
+    def equal(self, other) -> bool: return elementwise.equal(self, other)
 
     # those with a dim pass their arguments on, so that each has one signature: the function's (see there)
     def sum(self, *args, **kwargs) -> Tensor: return reductions.sum(self, *args, **kwargs)
@@ -352,8 +358,6 @@ class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, c
     def bool(self) -> Tensor: return self.to(np.bool_)
 
 
-
-
 def _scaled(other: Any, alpha: float) -> Any:
     """other * alpha, for add_(other, alpha=...) and sub_; alpha=1 leaves other as it is."""
     if alpha == 1:
@@ -362,7 +366,6 @@ def _scaled(other: Any, alpha: float) -> Any:
         return elementwise.mul(other, alpha)
     number_kind("alpha", other)  # a number (a list would be repeated): anything else is a TypeError
     return other * alpha
-
 
 
 def is_tensor(obj: Any) -> bool:

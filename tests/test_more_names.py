@@ -160,3 +160,13 @@ def test_the_names_are_exported():
              "empty_like", "bmm", "dot", "outer"]
     assert set(names) <= set(mg.__all__)
     assert all(hasattr(torch, name) for name in names)
+
+
+def test_the_new_functions_are_tensor_methods_too() -> None:
+    a = mg.tensor(np.arange(6.0).reshape(1, 2, 3))
+    b = mg.tensor(np.arange(6.0).reshape(1, 3, 2))
+    np.testing.assert_array_equal(a.bmm(b).numpy(), mg.bmm(a, b).numpy())
+    u, v = mg.tensor([1.0, 2.0]), mg.tensor([3.0, 4.0])
+    assert u.dot(v).item() == 11.0 and u.outer(v).shape == (2, 2)
+    assert u.allclose(u + 1e-9) and not u.allclose(v) and u.equal(u.clone()) and not u.equal(v)
+    assert u.isclose(v).tolist() == [False, False]
