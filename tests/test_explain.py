@@ -11,6 +11,7 @@ import io
 import re
 import shutil
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -404,6 +405,7 @@ def test_graph_refuses_bad_arguments_in_one_line(trained, tmp_path, capsys, flag
 
 def test_graph_says_what_to_install_for_a_picture(trained, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(explain.shutil, "which", lambda name: None)
+    monkeypatch.setitem(sys.modules, "graphviz", types.ModuleType("graphviz"))  # the package there, the program not
     assert train.main(["explain", "--out", trained[0], "--graph", str(tmp_path / "g.svg")]) == 2
     assert "needs Graphviz's dot program: apt-get install graphviz" in capsys.readouterr().err
     monkeypatch.setitem(sys.modules, "graphviz", None)  # an import that fails
