@@ -257,7 +257,6 @@ class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, c
             self._view.version = self._version_counter[0]
         return self
 
-
     # -- operators: each calls one op, so every op can be found by grep --
     def __add__(self, other): return elementwise.add(self, other)
     def __radd__(self, other): return elementwise.add(other, self)
