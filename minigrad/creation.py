@@ -7,7 +7,7 @@ on "cpu" unless `device` says otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -90,8 +90,7 @@ def ones_like(t: Tensor, *, dtype: DType | None = None, device: str | None = Non
 def empty_like(t: Tensor, *, dtype: DType | None = None, device: str | None = None,
                requires_grad: bool = False) -> Tensor:
     """A tensor of t's shape, as torch.empty_like, with t's dtype and device unless given; zero-filled here (empty)."""
-    return empty(*t.shape, dtype=t.dtype if dtype is None else dtype, device=t.device if device is None else device,
-                 requires_grad=requires_grad)
+    return of_shape_of(empty, t, dtype, device, requires_grad)
 
 
 def eye(n: int, m: int | None = None, *, dtype: DType = float32, device: str = "cpu",
@@ -104,35 +103,43 @@ def eye(n: int, m: int | None = None, *, dtype: DType = float32, device: str = "
 def randn(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False,
           generator: backend.Generator | None = None) -> Tensor:
     """Standard normal samples from the device's seeded generator (see mg.manual_seed), or from `generator`."""
-    dtype = number_dtype("randn", dtype)
-    if dtype.kind != "f":
-        raise TypeError(f"randn: dtype must be floating point, got {dtype}")
-    data = backend.generator(device, generator).standard_normal(int_tuple("randn", shape), dtype=dtype)
+    data = backend.generator(device, generator).standard_normal(int_tuple("randn", shape),
+                                                                 dtype=floating("randn", dtype))
     return Tensor.wrap(data).requires_grad_(requires_grad)
 
 
 def rand(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False,
          generator: backend.Generator | None = None) -> Tensor:
     """Samples from U(0, 1) from the device's seeded generator (see mg.manual_seed), or from `generator`."""
-    dtype = number_dtype("rand", dtype)
-    if dtype.kind != "f":
-        raise TypeError(f"rand: dtype must be floating point, got {dtype}")
-    data = backend.generator(device, generator).random(int_tuple("rand", shape), dtype=dtype)
+    data = backend.generator(device, generator).random(int_tuple("rand", shape), dtype=floating("rand", dtype))
     return Tensor.wrap(data).requires_grad_(requires_grad)
 
 
 def rand_like(t: Tensor, *, dtype: DType | None = None, device: str | None = None,
               requires_grad: bool = False) -> Tensor:
     """rand of t's shape, with t's dtype and device unless given (a floating-point dtype, as torch.rand_like)."""
-    return rand(*t.shape, dtype=t.dtype if dtype is None else dtype, device=t.device if device is None else device,
-                requires_grad=requires_grad)
+    return of_shape_of(rand, t, dtype, device, requires_grad)
 
 
 def randn_like(t: Tensor, *, dtype: DType | None = None, device: str | None = None,
                requires_grad: bool = False) -> Tensor:
     """randn of t's shape, with t's dtype and device unless given (a floating-point dtype, as torch.randn_like)."""
-    return randn(*t.shape, dtype=t.dtype if dtype is None else dtype, device=t.device if device is None else device,
-                 requires_grad=requires_grad)
+    return of_shape_of(randn, t, dtype, device, requires_grad)
+
+
+def of_shape_of(make: Callable[..., Tensor], t: Tensor, dtype: DType | None, device: str | None,
+                requires_grad: bool) -> Tensor:
+    """make(*t.shape, ...) with t's dtype and device where none is given: the X_like functions."""
+    return make(*t.shape, dtype=t.dtype if dtype is None else dtype, device=t.device if device is None else device,
+                requires_grad=requires_grad)
+
+
+def floating(op: str, dtype: DType) -> np.dtype:
+    """dtype, checked to be floating point (the random normal and uniform samples are)."""
+    dtype = number_dtype(op, dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"{op}: dtype must be floating point, got {dtype}")
+    return dtype
 
 
 def randint(*args: Any, size: Sequence[int] | None = None, low: int | None = None, high: int | None = None,
