@@ -64,6 +64,29 @@ class Function(core.Function):
                 array = next((v for v in kept if array_id in (id(v), id(getattr(v, "base", None)))), None)
                 if array is not None:
                     raise RuntimeError(self._modified(i, array, counter[0], seen))
+        self.follow_data()
+
+    def follow_data(self) -> None:
+        """`x.data = y` since forward, for a leaf x whose array this node kept: from now on the node keeps y's array
+        in its place, so that backward() and backward(create_graph=True) (which reads the leaf itself) both use x's
+        new values, as PyTorch's saved tensor reads x's data. Arrays forward derived from x's (a reshape of it, its
+        output) keep the old values, as PyTorch's do. (The ids are safe: the node keeps the old array alive.)"""
+        for i, parent in enumerate(self.parents if self.versions else ()):
+            if not isinstance(parent, core.Tensor) or id(parent.array) == self.versions[i][2]:
+                continue  # not a leaf, or a leaf that holds the array forward read
+            counter, seen, old = self.versions[i]
+            new = parent.array
+            for key, value in list(vars(self).items()):
+                values = value if isinstance(value, (tuple, list)) else (value,)
+                kept = next((v for v in values if id(v) == old), None)
+                if kept is None:
+                    continue
+                if (new.shape, new.dtype) != (kept.shape, kept.dtype):
+                    raise RuntimeError(f"backward(): input {i} of {self.op}, a leaf of shape {kept.shape} and dtype "
+                                       f"{kept.dtype} at forward, was given values of shape {new.shape} and dtype "
+                                       f"{new.dtype} since (x.data = y), which its backward cannot use")
+                vars(self)[key] = type(value)(new if id(v) == old else v for v in values) if values is value else new
+            self.versions[i] = (counter, seen, id(new))
 
     def _modified(self, i: int, array: Any, now: int, seen: int) -> str:
         if i < len(self.parents):
@@ -199,6 +222,16 @@ class VersionedTensor:
         t = core.TENSOR.wrap(self.array)
         t._counter = self._version_counter
         return t
+
+    def detach_(self) -> core.Tensor:
+        """Cut this tensor itself off from the graph, as PyTorch's: it becomes a leaf that does not require grad,
+        holding the same memory (zero_grad(set_to_none=False) does this to .grad before writing zeros into it). A
+        view in the graph cannot be, as there: x.detach() gives its values outside the graph."""
+        if self._view is not None and self.requires_grad:
+            raise RuntimeError(f"detach_: this tensor of shape {self.shape} is a view of another tensor in the graph, "
+                               "which cannot be detached in place; use x.detach()")
+        self._grad_fn, self._requires_grad = None, False
+        return self
 
     def _write(self, op: str, compute: Callable[..., core.Tensor], *operands: Any) -> core.Tensor:
         """Write compute(self, *operands), an out-of-place op giving self's shape and dtype, into self's own memory
