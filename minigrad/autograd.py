@@ -45,9 +45,9 @@ class Backward(core.Sweep):
         if self.targets is not None:  # only the nodes with an input on the way to a target, as PyTorch runs
             for edge in order:  # each after its inputs
                 if isinstance(edge, core.Function):
-                    self.freed = self.freed or edge.freed
+                    self.freed = self.freed or edge.mg_freed
                     if any(p is not None and (id(p) in self.targets or id(p) in self.through)
-                           for p in edge.parents):
+                           for p in edge.mg_parents):
                         self.through.add(id(edge))
             self.needed = self.through | self.targets.keys()
         return order
