@@ -127,3 +127,18 @@ def test_detach_in_place_as_pytorchs():
         assert np.shares_memory(array, y.detach().numpy())
         with pytest.raises(RuntimeError, match="detach"):
             (x * 2)[0:1].detach_()
+
+
+def test_the_data_parallel_sum_of_gradients_counts_its_write():
+    """train.py's data parallelism sums each .grad over the ranks in place (gptlab/run.py, Run.sum_grads): counted
+    as the library's other writes are (a world of one, whose all-reduce leaves the values as they are)."""
+    from types import SimpleNamespace
+
+    from gptlab.run import Run
+    from minigrad.distributed import World
+
+    p = parameter(mg)
+    (p**2).sum().backward()
+    grad, values = p.grad, p.grad.numpy().copy()
+    Run.sum_grads(SimpleNamespace(world=World()), [p])
+    assert grad._version == 1 and grad.numpy().tolist() == values.tolist()
