@@ -49,15 +49,15 @@ def graph_data(graph: Any) -> dict[str, Any]:
     index: dict[int, int] = {}  # id(edge) -> the node that stands for its tensor
     for edge in between(t["out"], [t["q"], t["k"], t["v"]]):
         if isinstance(edge, core.Output):  # one output of a node of several: the node stands for it
-            index[id(edge)] = index[id(edge.parents[0])]
+            index[id(edge)] = index[id(edge.mg_parents[0])]
             continue
         parents = []
         if id(edge) not in inputs:  # an op, drawn as a box, fed by what its inputs stand for
-            parents = [index[id(p)] for p in edge.parents if p is not None and id(p) in index]
-            nodes.append({"op": type(edge).__name__, "shape": list(edge.shape), "parents": parents})
+            parents = [index[id(p)] for p in edge.mg_parents if p is not None and id(p) in index]
+            nodes.append({"op": type(edge).__name__, "shape": list(core.shape_and_dtype(edge)[0]), "parents": parents})
             parents = [len(nodes) - 1]
         if id(edge) in names:  # a tensor of the trace, drawn as an ellipse below the op that computed it
-            nodes.append({"name": names[id(edge)], "shape": list(edge.shape), "parents": parents})
+            nodes.append({"name": names[id(edge)], "shape": list(core.shape_and_dtype(edge)[0]), "parents": parents})
         index[id(edge)] = len(nodes) - 1
     nh = t["q"].shape[1]
     values = {name: by_head(tensor.numpy(), nh) for name, tensor in t.items()}

@@ -54,6 +54,7 @@ from gptlab.tasks import TASKS, TEXT_CONTEXT, Split, Task, TextTask, split
 from gptlab.tokenizer import BPE_VOCAB_SIZE
 from minigrad import backend, distributed, nn, runtime
 from minigrad.optim import AdamW, Optimizer, decay_groups
+from minigrad.tensor import increment_version
 from models import IGNORE_INDEX
 
 try:
@@ -203,10 +204,16 @@ class Run:
         in one small all-reduce."""
         loss = train_step(self.model, self.opt, x[self.rows], y[self.rows], self.settings["grad_clip"],
                           self.settings["batch_size"], int((y != IGNORE_INDEX).sum()),
-                          lambda params: self.world.all_reduce([p.grad.array for p in params]))
+                          self.sum_grads)
         sums = np.array([loss, float(self.stop.requested)])
         self.world.all_reduce([sums])
         return float(sums[0]), bool(sums[1])
+
+    def sum_grads(self, params: list[nn.Parameter]) -> None:
+        """Each parameter's .grad summed over the ranks, in place: a write into .grad, counted in its version."""
+        self.world.all_reduce([p.grad.array for p in params])
+        for p in params:
+            increment_version(p.grad)
 
     def save(self, step: int) -> None:
         """The checkpoint of `step`, written by rank 0 (the ranks' weights are equal), after checking the weights."""

@@ -45,9 +45,9 @@ class Backward(core.Sweep):
         if self.targets is not None:  # only the nodes with an input on the way to a target, as PyTorch runs
             for edge in order:  # each after its inputs
                 if isinstance(edge, core.Function):
-                    self.freed = self.freed or edge.freed
+                    self.freed = self.freed or edge.mg_freed
                     if any(p is not None and (id(p) in self.targets or id(p) in self.through)
-                           for p in edge.parents):
+                           for p in edge.mg_parents):
                         self.through.add(id(edge))
             self.needed = self.through | self.targets.keys()
         return order
@@ -119,10 +119,13 @@ class Backward(core.Sweep):
             self.owns.add(key)
 
     def accumulate_grad(self, leaf: core.Tensor, dout: Any) -> None:
-        if leaf.grad is None and id(leaf) in self.owns:  # ours: no copy needed
+        grad = leaf.grad
+        if grad is None and id(leaf) in self.owns:  # ours: no copy needed
             leaf.grad = core.TENSOR.wrap(dout)
-        else:
-            super().accumulate_grad(leaf, dout)
+            return
+        super().accumulate_grad(leaf, dout)
+        if grad is not None:  # added into .grad's memory: counted (PyTorch's +=), so a graph that kept .grad refuses
+            versions.increment_version(grad)
 
 
 class GraphBackward(Backward):
@@ -207,13 +210,9 @@ class BackwardTensor:
         sweep.run([self], [gradient])
         for key, t in (targets or {}).items():  # the leaves among the inputs (retain_grad's hook stored the others)
             g = sweep.captured.get(key)
-            if g is not None and t.is_leaf and create_graph:
+            if g is not None and t.is_leaf:  # accumulated as the sweep does a leaf's (g is ours: a copy)
+                sweep.owns.add(key)
                 sweep.accumulate_grad(t, g)
-            elif g is not None and t.is_leaf:  # accumulated as the sweep does a leaf's: g is ours (a copy)
-                if t.grad is None:
-                    t.grad = core.TENSOR.wrap(g)
-                else:
-                    t.grad.array += g
 
     def zero_grad(self) -> None:
         self.grad = None

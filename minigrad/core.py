@@ -160,10 +160,12 @@ class Function:
     How to write your own: docs/backward.md, "Writing your own Function".
     """
 
-    parents: tuple[Function | Tensor | None, ...] | None = ()  # per input: the node that computed it, the leaf
+    # The engine's own attributes on a node start with mg_, so that a Function's own (self.shape in forward, or
+    # ctx.parents in PyTorch's protocol) never collide with them; needs_input_grad is PyTorch's name on ctx.
+    mg_parents: tuple[Function | Tensor | None, ...] | None = ()  # per input: the node that computed it, the leaf
     needs_input_grad: tuple[bool, ...] = ()  # itself, or None where no gradient is needed; None once freed
-    n_outputs: int | None = None  # how many arrays forward returned in a tuple (split); None: one array
-    freed = False  # True once release() dropped what backward needs: a second backward is refused
+    mg_n_outputs: int | None = None  # how many arrays forward returned in a tuple (split); None: one array
+    mg_freed = False  # True once release() dropped what backward needs: a second backward is refused
     op = "function"  # the name in error messages, once per subclass: LinearFunction -> "linear"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -187,16 +189,17 @@ class Function:
         several = isinstance(out, tuple)  # several outputs (split): each reaches the node through its own edge
         results = [TENSOR.wrap(o, recording) for o in out] if several else [TENSOR.wrap(out, recording)]
         if several:
-            node.n_outputs = len(results)
+            node.mg_n_outputs = len(results)
         if recording:
             # each input's edge: the node that computed it (arrays_of brought a view's up to date), or the leaf
-            node.parents = tuple([(t._grad_fn or t) if need else None for t, need in zip(inputs, needs, strict=True)])
+            node.mg_parents = tuple([(t._grad_fn or t) if need else None
+                                     for t, need in zip(inputs, needs, strict=True)])
             if several:
                 for i, r in enumerate(results):
                     r._grad_fn = Output(node, i, r.array)
             else:
                 results[0]._grad_fn = node
-                node.shape, node.dtype = out.shape, out.dtype  # what it hands its consumers, for the checks
+                node.mg_shape, node.mg_dtype = out.shape, out.dtype  # what it hands its consumers, for the checks
         node.made(inputs, results, options)  # extension point: versions, views (minigrad/versions.py)
         return tuple(results) if several else results[0]
 
@@ -242,7 +245,7 @@ class Function:
         for key in kept:
             del self.__dict__[key]
         if kept:
-            self.freed = True
+            self.mg_freed = True
 
 
 class Output(Function):
@@ -250,8 +253,8 @@ class Output(Function):
     and calls the node's one backward with all of them."""
 
     def __init__(self, node: Function, index: int, array: Any) -> None:
-        self.parents, self.index = (node,), index
-        self.shape, self.dtype = array.shape, array.dtype  # for the checks, as a one-output node has
+        self.mg_parents, self.mg_index = (node,), index
+        self.mg_shape, self.mg_dtype = array.shape, array.dtype  # for the checks, as a one-output node has
 
 
 # ---- backward: the graph in order, then one sweep back through it ----
@@ -270,7 +273,7 @@ def graph_order(*starts: Function | Tensor) -> list[Function | Tensor]:
             visited.add(id(edge))
             stack.append((edge, True))
             if isinstance(edge, Function):
-                stack += [(p, False) for p in edge.parents if p is not None and id(p) not in visited]
+                stack += [(p, False) for p in edge.mg_parents if p is not None and id(p) not in visited]
     return order
 
 
@@ -329,13 +332,13 @@ class Sweep:
         """dout, d(loss)/d(the tensor edge stands for), is complete: hand it on (an extension point)."""
         if isinstance(edge, Tensor):  # a leaf
             return self.accumulate_grad(edge, dout)
-        if edge.freed:  # by an earlier backward(), after a node met before it (a version check) has said its word
+        if edge.mg_freed:  # by an earlier backward(), after a node met before it (a version check) has said its word
             raise RuntimeError(FREED)
         if isinstance(edge, Output):  # one of several outputs: the node's backward gets them all at once
-            node = edge.parents[0]
-            self.grads.setdefault(id(node), [None] * node.n_outputs)[edge.index] = dout
+            node = edge.mg_parents[0]
+            self.grads.setdefault(id(node), [None] * node.mg_n_outputs)[edge.mg_index] = dout
         else:
-            for parent, dx in zip(edge.parents, self.input_grads(edge, dout), strict=True):
+            for parent, dx in zip(edge.mg_parents, self.input_grads(edge, dout), strict=True):
                 if parent is not None and dx is not None:
                     self.add(parent, dx)
         if not self.retain_graph:
@@ -362,6 +365,11 @@ class Sweep:
             leaf.grad.array += dout
 
 
+def shape_and_dtype(edge: Function | Tensor) -> tuple[tuple[int, ...], Any]:
+    """The shape and dtype of the tensor an edge of the graph stands for: a leaf's, or the output its node computed."""
+    return (edge.shape, edge.dtype) if isinstance(edge, Tensor) else (edge.mg_shape, edge.mg_dtype)
+
+
 def checked_grads(node: Function, dxs: Any) -> list[Any]:
     """What a node's backward returned, checked: one gradient per input (arrays; tensors under create_graph=True),
     each of its input's shape and dtype."""
@@ -369,20 +377,21 @@ def checked_grads(node: Function, dxs: Any) -> list[Any]:
     if not isinstance(dxs, (tuple, list)):
         raise TypeError(f"{name}.backward returned {type(dxs).__name__} instead of a tuple with one gradient "
                         f"per input; for a single input write `return (dx,)`")
-    n = len(node.parents)
+    n = len(node.mg_parents)
     if len(dxs) > n and all(dx is None for dx in dxs[n:]):  # a None for each option, as PyTorch's backward gives
         dxs = dxs[:n]
     if len(dxs) != n:
         raise TypeError(f"{name}.backward returned {len(dxs)} gradients for {n} inputs")
     checked = []
-    for parent, dx in zip(node.parents, dxs, strict=True):
+    for parent, dx in zip(node.mg_parents, dxs, strict=True):
         if dx is not None:
             dx = as_writable(dx)
-            if parent is not None and (dx.shape != parent.shape or dx.dtype != parent.dtype):
+            shape, dtype = (dx.shape, dx.dtype) if parent is None else shape_and_dtype(parent)
+            if dx.shape != shape or dx.dtype != dtype:
                 raise RuntimeError(
                     f"{name}.backward returned a gradient of shape {dx.shape} and dtype {dx.dtype} for an input "
-                    f"of shape {parent.shape} and dtype {parent.dtype}"
+                    f"of shape {shape} and dtype {dtype}"
                     + ("; the gradient of an input that forward broadcast is summed back to its shape "
-                       "(arrays.unbroadcast)" if dx.shape != parent.shape else ""))
+                       "(arrays.unbroadcast)" if dx.shape != shape else ""))
         checked.append(dx)
     return checked

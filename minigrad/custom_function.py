@@ -7,7 +7,7 @@ on arrays) runs as mg.Function does."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from minigrad import backend, core, versions
@@ -28,7 +28,7 @@ class Function(versions.Function):
         super().__init_subclass__(**kwargs)
         cls.torch_style = isinstance(inspect.getattr_static(cls, "forward"), staticmethod)
         if cls.torch_style:  # LegendrePolynomial3 -> LegendrePolynomial3Backward, its op "legendrepolynomial3backward"
-            cls.node = type(f"{cls.__name__}Backward", (Custom,), {"fn": cls, "__module__": cls.__module__})
+            cls.node = type(f"{cls.__name__}Backward", (Custom,), {"mg_fn": cls, "__module__": cls.__module__})
 
     @classmethod
     def apply(cls, *args: Any, **options: Any) -> Any:
@@ -40,8 +40,8 @@ class Function(versions.Function):
         results = cls.node.apply(*[a for a in args if isinstance(a, core.Tensor)], args=args)
         several = isinstance(results, tuple)
         for r in results if several else (results,):  # marked non-differentiable, or not floats: outside the graph
-            node = r._grad_fn.parents[0] if several and r._grad_fn is not None else r._grad_fn
-            if node is not None and (id(r.array) in node.non_differentiable or r.dtype.kind != "f"):
+            node = r._grad_fn.mg_parents[0] if several and r._grad_fn is not None else r._grad_fn
+            if node is not None and (id(r.array) in node.mg_non_differentiable or r.dtype.kind != "f"):
                 r._grad_fn, r._requires_grad = None, False
         return results
 
@@ -53,17 +53,17 @@ class Custom(versions.Function):
     *grads) gets one gradient per output (zeros where none reached it, unless set_materialize_grads(False)) and
     returns one per argument (None for a non-tensor), or a single tensor for a single argument."""
 
-    fn: type[Function]  # the PyTorch-style Function whose forward and backward this node runs
-    non_differentiable: frozenset[int] = frozenset()  # ids of the output arrays marked so
+    mg_fn: type[Function]  # the PyTorch-style Function whose forward and backward this node runs
+    mg_non_differentiable: frozenset[int] = frozenset()  # ids of the output arrays marked so
     materialize_grads = True
-    saved: tuple[Any, ...] = ()  # the arrays of the tensors save_for_backward was given (None for None)
-    saved_as: tuple[int | str | None, ...] = ()  # each one's place: input i, "output", or None (made in forward)
-    unpacked: tuple[core.Tensor | None, ...] | None = None  # ctx.saved_tensors, while backward runs
+    mg_saved: tuple[Any, ...] = ()  # the arrays of the tensors save_for_backward was given (None for None)
+    mg_saved_as: tuple[int | str | None, ...] = ()  # each one's place: input i, "output", or None (made in forward)
+    mg_unpacked: tuple[core.Tensor | None, ...] | None = None  # ctx.saved_tensors, while backward runs
 
     def forward(self, *arrays: Any, args: tuple[Any, ...]) -> Any:
-        fn = self.fn
+        fn = self.mg_fn
         inputs = [a for a in args if isinstance(a, core.Tensor)]
-        self.is_tensor = tuple(isinstance(a, core.Tensor) for a in args)
+        self.mg_is_tensor = tuple(isinstance(a, core.Tensor) for a in args)
         self.needs_input_grad = tuple(core.modes.grad and isinstance(a, core.Tensor) and a.requires_grad
                                       for a in args)
         with no_grad():  # as PyTorch's: the ops inside forward are not recorded
@@ -72,19 +72,23 @@ class Custom(versions.Function):
         if not outs or not all(isinstance(o, core.Tensor) for o in outs):
             raise TypeError(f"{fn.__name__}.forward must return a tensor or a tuple of tensors, got "
                             f"{type(out).__name__}")
-        self.outputs = tuple((o.shape, o.dtype) for o in outs)
+        self.mg_outputs = tuple((o.shape, o.dtype) for o in outs)
         kept = self.__dict__.pop("to_save", ())  # the tensors themselves: only their arrays and places stay
         places = {id(t): i for i, t in enumerate(inputs)}
         outputs = {id(o) for o in outs}
-        self.saved = tuple(None if t is None else t.array for t in kept)
-        self.saved_as = tuple(None if t is None else places.get(id(t), "output" if id(t) in outputs else None)
-                              for t in kept)
+        self.mg_saved = tuple(None if t is None else t.array for t in kept)
+        self.mg_saved_as = tuple(None if t is None else places.get(id(t), "output" if id(t) in outputs else None)
+                                 for t in kept)
         return tuple(o.array for o in outs) if isinstance(out, tuple) else out.array
 
+    def made(self, inputs: Sequence[core.Tensor], results: Sequence[core.Tensor], options: dict[str, Any]) -> None:
+        super().made(inputs, results, options)
+        versions.views_of_inputs(self.mg_fn.__name__, inputs, results)  # forward may return a view of its input
+
     def backward(self, dout: Any) -> tuple[Any, ...]:
-        douts = list(dout) if self.n_outputs is not None else [dout]
+        douts = list(dout) if self.mg_n_outputs is not None else [dout]
         grads = self.run_backward([None if d is None else core.TENSOR.wrap(d) for d in douts],
-                                  [None if a is None else core.TENSOR.wrap(a) for a in self.saved])
+                                  [None if a is None else core.TENSOR.wrap(a) for a in self.mg_saved])
         return tuple(None if g is None else g.array for g in grads)
 
     def run_backward(self, douts: list[core.Tensor | None], saved: list[core.Tensor | None],
@@ -92,25 +96,25 @@ class Custom(versions.Function):
         """fn.backward(ctx, *douts) with ctx.saved_tensors = saved: one gradient per tensor input, checked. backward
         above runs it on arrays wrapped as tensors; with create_graph=True (in_graph), minigrad/second_order.py runs
         it on tensors of the graph, so that its gradients can be differentiated in turn."""
-        name = self.fn.__name__
-        if in_graph and getattr(self.fn.backward, "once_differentiable", False):
+        name = self.mg_fn.__name__
+        if in_graph and getattr(self.mg_fn.backward, "once_differentiable", False):
             raise RuntimeError(f"create_graph=True: {name}.backward is marked @once_differentiable, so its gradients "
                                "cannot be differentiated (PyTorch refuses when they are; here, at once)")
         if self.materialize_grads:
             xp = backend.get_array_module(next(d for d in douts if d is not None).array)
             douts = [core.TENSOR.wrap(xp.zeros(shape, dtype)) if d is None else d
-                     for d, (shape, dtype) in zip(douts, self.outputs, strict=True)]
-        self.unpacked = tuple(saved)
+                     for d, (shape, dtype) in zip(douts, self.mg_outputs, strict=True)]
+        self.mg_unpacked = tuple(saved)
         try:
-            grads = self.fn.backward(self, *douts)
+            grads = self.mg_fn.backward(self, *douts)
         finally:
-            self.unpacked = None
+            self.mg_unpacked = None
         grads = grads if isinstance(grads, tuple) else (grads,)  # a single tensor: the one argument's gradient
-        if len(grads) != len(self.is_tensor):
-            raise RuntimeError(f"{name}.backward returned {len(grads)} gradients for {len(self.is_tensor)} arguments "
-                               "of forward; return one per argument (None for a non-tensor)")
+        if len(grads) != len(self.mg_is_tensor):
+            raise RuntimeError(f"{name}.backward returned {len(grads)} gradients for {len(self.mg_is_tensor)} "
+                               "arguments of forward; return one per argument (None for a non-tensor)")
         dxs = []
-        for i, (g, is_tensor) in enumerate(zip(grads, self.is_tensor, strict=True)):
+        for i, (g, is_tensor) in enumerate(zip(grads, self.mg_is_tensor, strict=True)):
             if not is_tensor:
                 if g is not None:
                     raise RuntimeError(f"{name}.backward returned a gradient for argument {i} of forward, which is "
@@ -134,15 +138,15 @@ class Custom(versions.Function):
     @property
     def saved_tensors(self) -> tuple[core.Tensor | None, ...]:
         """The tensors save_for_backward was given, in backward (those of the graph under create_graph=True)."""
-        if self.freed:
+        if self.mg_freed:
             raise RuntimeError(core.FREED)
-        if self.unpacked is None:
-            raise RuntimeError(f"{self.fn.__name__}: ctx.saved_tensors is read in backward")
-        return self.unpacked
+        if self.mg_unpacked is None:
+            raise RuntimeError(f"{self.mg_fn.__name__}: ctx.saved_tensors is read in backward")
+        return self.mg_unpacked
 
     def mark_non_differentiable(self, *outputs: core.Tensor) -> None:
         """These outputs do not require grad; backward gets zeros for them."""
-        self.non_differentiable = frozenset(id(t.array) for t in outputs)
+        self.mg_non_differentiable = frozenset(id(t.array) for t in outputs)
 
     def set_materialize_grads(self, value: bool) -> None:
         """False: backward gets None, not zeros, for an output that no gradient reached."""

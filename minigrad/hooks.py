@@ -28,8 +28,8 @@ class HookedTensor:
         if not callable(hook):
             raise TypeError(f"register_hook: expected a function of the gradient, got {type(hook).__name__}")
         # retain_grad's hook stays last, so .grad shows the gradient after every other hook (as PyTorch)
-        edge.backward_hooks = tuple(sorted((*hooks_of(edge), hook), key=lambda h: isinstance(h, RetainGrad)))
-        return RemovableHandle(edge, "backward_hooks", hook)
+        edge.mg_backward_hooks = tuple(sorted((*hooks_of(edge), hook), key=lambda h: isinstance(h, RetainGrad)))
+        return RemovableHandle(edge, "mg_backward_hooks", hook)
 
     def retain_grad(self) -> None:
         """Keep d(loss)/d(self) in `.grad` after backward(), also for an intermediate result (leaves keep theirs
@@ -50,7 +50,7 @@ class HookedTensor:
 
 def hooks_of(edge: core.Function | core.Tensor) -> tuple[Any, ...]:
     """The hooks registered on a graph edge (a node, or a leaf), in order."""
-    return getattr(edge, "backward_hooks", ())
+    return getattr(edge, "mg_backward_hooks", ())
 
 
 def run_hooks(edge: core.Function | core.Tensor, dout: Any) -> Any:
@@ -93,8 +93,8 @@ def move_retained(old: core.Function | None, new: core.Function | None, tensor: 
         return
     moved = tuple(h for h in hooks_of(old) if isinstance(h, RetainGrad) and h.tensor() is tensor)
     if moved:
-        old.backward_hooks = tuple(h for h in hooks_of(old) if h not in moved)
-        new.backward_hooks = (*hooks_of(new), *moved)
+        old.mg_backward_hooks = tuple(h for h in hooks_of(old) if h not in moved)
+        new.mg_backward_hooks = (*hooks_of(new), *moved)
 
 
 class RemovableHandle:

@@ -101,13 +101,9 @@ class Optimizer:
                 yield group, p, state
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Drop every parameter's gradient (set_to_none=False: set it to zeros in place)."""
+        """Drop every parameter's gradient (set_to_none=False: detach it and set it to zeros in place, zero_grads)."""
         for group in self.param_groups:
-            for p in group["params"]:
-                if set_to_none:
-                    p.grad = None
-                elif p.grad is not None:
-                    p.grad.array[...] = 0
+            zero_grads(group["params"], set_to_none)
 
     def step(self) -> None:
         """Update every parameter that has a gradient, by update(), or with fused=True by fused_step() (Adam, AdamW),
@@ -425,6 +421,18 @@ def decay_groups(named_params: Iterable[tuple[str, Tensor]], weight_decay: float
             {"params": [p for _, p in params if p.ndim < 2], "weight_decay": 0.0}]
 
 
+def zero_grads(params: Iterable[Tensor], set_to_none: bool = True) -> None:
+    """Optimizer.zero_grad and Module.zero_grad, as PyTorch's: drop each parameter's .grad, or with
+    set_to_none=False cut it from any graph (grad.detach_(): a penalty built on it with create_graph=True no longer
+    reaches the parameters through it) and write zeros into it, a write counted in its version, so that a graph that
+    kept .grad refuses to run backward."""
+    for p in params:
+        if set_to_none:
+            p.grad = None
+        elif p.grad is not None:
+            p.grad.detach_().zero_()
+
+
 def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float | str = 2.0,
                     error_if_nonfinite: bool = False) -> float:
     """Scale all gradients in place so their joint norm (L2, or norm_type: any p > 0, or inf, also as 'inf') is at
@@ -442,7 +450,8 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm
         norm_type = math.inf
     if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)) or not norm_type > 0:
         raise ValueError(f"clip_grad_norm_: norm_type must be a number > 0, or inf (also 'inf'), got {norm_type!r}")
-    grads = [p.grad.array for p in params if p.grad is not None]
+    tensors = [p.grad for p in params if p.grad is not None]
+    grads = [g.array for g in tensors]
     total = _norm(grads, norm_type)
     if math.isinf(total) and norm_type != math.inf:  # the powers overflowed; the values may not have
         largest = _norm(grads, math.inf)
@@ -452,6 +461,8 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm
         if error_if_nonfinite:
             raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {total}")
         return total
+    for g in tensors:  # PyTorch multiplies by min(1, max_norm / norm): a write, even where the norm was below max_norm
+        increment_version(g)
     if total > max_norm:
         for g in grads:
             g *= max_norm / (total + 1e-6)
@@ -493,3 +504,4 @@ def clip_grad_value_(params: Iterable[Tensor] | Tensor, clip_value: float) -> No
         if p.grad is not None:
             g = p.grad.array
             backend.get_array_module(g).clip(g, -clip_value, clip_value, out=g)
+            increment_version(p.grad)

@@ -78,15 +78,15 @@ def draw(tensor: core.Tensor, params: dict[str, core.Tensor] | None = None, max_
             continue
         if isinstance(edge, core.Output):  # output `index` of a node of several outputs
             lines.append(f'  t{id(edge)} [shape=ellipse label="{_result_label(edge, output, names)}"]')
-            lines.append(f'  n{id(edge.parents[0])} -> t{id(edge)} [label="{edge.index}"]')
+            lines.append(f'  n{id(edge.mg_parents[0])} -> t{id(edge)} [label="{edge.mg_index}"]')
             continue
         lines.append(f'  n{id(edge)} [shape=box style=filled fillcolor="#dde8f6" label="{_op_label(edge)}"]')
-        if edge.n_outputs is None:  # and the one tensor it computed (a node of several: their Output edges)
+        if edge.mg_n_outputs is None:  # and the one tensor it computed (a node of several: their Output edges)
             lines.append(f'  t{id(edge)} [shape=ellipse label="{_result_label(edge, output, names)}"]')
             lines.append(f"  n{id(edge)} -> t{id(edge)}")
-        for i, parent in enumerate(edge.parents):
+        for i, parent in enumerate(edge.mg_parents):
             if parent is not None and id(parent) in ids:  # a tensor used twice has two edges out
-                label = f' [label="{i}"]' if len(edge.parents) > 1 else ""
+                label = f' [label="{i}"]' if len(edge.mg_parents) > 1 else ""
                 lines.append(f"  t{id(parent)} -> n{id(edge)}{label}")
     if len(order) > len(shown):
         lines.append(f'  cut [shape=note label="{len(order) - len(shown)} more nodes not drawn (max_nodes='
@@ -109,13 +109,13 @@ def between(tensor: core.Tensor, inputs: Sequence[core.Tensor] = ()) -> list[cor
     kept = {id(edge_of(t)) for t in inputs}
     for edge in order:  # an edge comes after its parents, so one pass finds every edge computed from the inputs
         if isinstance(edge, core.Function) and id(edge) not in kept \
-                and any(p is not None and id(p) in kept for p in edge.parents):
+                and any(p is not None and id(p) in kept for p in edge.mg_parents):
             kept.add(id(edge))
     return [edge for edge in order if id(edge) in kept]
 
 
 def _op_label(node: core.Function) -> str:
-    freed = "\\n(saved arrays freed by backward)" if node.freed else ""
+    freed = "\\n(saved arrays freed by backward)" if node.mg_freed else ""
     return f"{type(node).__name__}{freed}"
 
 
@@ -132,7 +132,7 @@ def _result_label(edge: core.Function, output: core.Tensor | None, names: dict[i
             kept = hook.tensor()
     gradient = _gradient(kept.grad) if kept is not None else "grad: not kept (retain_grad() keeps it)"
     name = f"{_quote(names[id(edge)])}\\n" if id(edge) in names else ""
-    return f"{name}{_describe(edge.shape, edge.dtype, None)}\\n{gradient}"
+    return f"{name}{_describe(edge.mg_shape, edge.mg_dtype, None)}\\n{gradient}"
 
 
 def _quote(text: str) -> str:

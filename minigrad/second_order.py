@@ -102,23 +102,23 @@ def saved_input(node: core.Function, i: int, array: Any) -> Tensor:
     """The array `node` kept of its input i as a tensor of the graph: the leaf itself, or a tensor computed by the
     input's node (with the input's version counter, so that a write into it before the next backward is refused);
     a constant where the input needed no gradient."""
-    parent = node.parents[i]
+    parent = node.mg_parents[i]
     if isinstance(parent, core.Tensor):
         return parent
     t = Tensor.wrap(array, parent is not None)
     if parent is not None:
         t._grad_fn = parent
-        if node.versions:
-            t._counter = node.versions[i][0]
+        if node.mg_versions:
+            t._counter = node.mg_versions[i][0]
     return t
 
 
 def saved_output(node: core.Function, array: Any) -> Tensor:
     """The array `node` kept of its own output (in the output's shape) as a tensor computed by node."""
-    t = Tensor.wrap(array.reshape(node.shape), True)
+    t = Tensor.wrap(array.reshape(node.mg_shape), True)
     t._grad_fn = node
-    if node.versions:
-        t._counter = node.versions[len(node.parents)][0]
+    if node.mg_versions:
+        t._counter = node.mg_versions[len(node.mg_parents)][0]
     return t
 
 
@@ -127,9 +127,9 @@ def made_node(cls: type[core.Function], parents: Sequence[Any], output: Any, ver
     """`output`, an array a node computed on the way (layer norm's xhat), as the output of a node of `cls` made here
     (not by apply: nothing is computed again) with these parents (edges) and saved attributes."""
     node = cls()
-    node.parents, node.needs_input_grad = tuple(parents), tuple(p is not None for p in parents)
-    node.shape, node.dtype = output.shape, output.dtype
-    node.versions = [*versions, ([0], 0, id(output))] if versions else ()  # the output's: new, nothing writes it
+    node.mg_parents, node.needs_input_grad = tuple(parents), tuple(p is not None for p in parents)
+    node.mg_shape, node.mg_dtype = output.shape, output.dtype
+    node.mg_versions = [*versions, ([0], 0, id(output))] if versions else ()  # the output's: new, nothing writes it
     vars(node).update(saved)
     t = Tensor.wrap(output, any(node.needs_input_grad))
     if t.requires_grad:
@@ -584,15 +584,15 @@ def inverse_std_graph(node, dout):
 @formula(LayerNormFunction)
 def layer_norm_graph(node, dout):
     n, c = node.xhat.shape  # (N, C): the rows
-    x_edge = node.parents[0]
-    xhat_t = made_node(LayerNormFunction, (x_edge,), node.xhat.reshape(node.shape), xhat=node.xhat, rstd=node.rstd,
+    x_edge = node.mg_parents[0]
+    xhat_t = made_node(LayerNormFunction, (x_edge,), node.xhat.reshape(node.mg_shape), xhat=node.xhat, rstd=node.rstd,
                        w=None)  # xhat = layer norm without its affine part
     xhat = Reshape.apply(xhat_t, shape=(n, c))
-    rstd = made_node(InverseStd, (x_edge,), node.rstd, xhat=xhat, rstd=node.rstd, x_shape=node.shape)
+    rstd = made_node(InverseStd, (x_edge,), node.rstd, xhat=xhat, rstd=node.rstd, x_shape=node.mg_shape)
     d2 = Reshape.apply(dout, shape=(n, c))
     dxhat = d2 if node.w is None else d2 * saved_input(node, 1, node.w)
     dx = rstd * (dxhat - mean_along(dxhat, (1,)) - xhat * mean_along(dxhat * xhat, (1,)))
-    dx = Reshape.apply(dx, shape=node.shape)
+    dx = Reshape.apply(dx, shape=node.mg_shape)
     if node.w is None:
         return (dx,)
     return (dx, Sum.apply(d2 * xhat, axis=(0,), keepdims=False),
@@ -601,7 +601,7 @@ def layer_norm_graph(node, dout):
 
 @formula(RMSNormFunction)
 def rms_norm_graph(node, dout):
-    x_edge, axes = node.parents[0], node.axes
+    x_edge, axes = node.mg_parents[0], node.axes
     xhat = made_node(RMSNormFunction, (x_edge,), node.xhat, xhat=node.xhat, rstd=node.rstd, axes=axes, w=None)
     rstd = made_node(InverseStd, (x_edge,), node.rstd, xhat=xhat, rstd=node.rstd, x_shape=node.xhat.shape)
     dxhat = dout if node.w is None else dout * saved_input(node, 1, node.w)
@@ -623,7 +623,7 @@ class AttentionWeights(Function):
         ds = ScaledDotProductAttentionFunction.softmax_backward(dout.copy(), self.p)
         dq = unbroadcast((ds @ self.k) * self.scale, self.q.shape)
         dk = unbroadcast((ds.swapaxes(-1, -2) @ self.q) * self.scale, self.k.shape)
-        return (dq, dk) if len(self.parents) == 2 else (dq, dk, unbroadcast(ds, self.mask_shape))
+        return (dq, dk) if len(self.mg_parents) == 2 else (dq, dk, unbroadcast(ds, self.mask_shape))
 
 
 @formula(AttentionWeights)
@@ -633,21 +633,21 @@ def attention_weights_graph(node, dout):
     ds = p * (dout - Sum.apply(dout * p, axis=(p.ndim - 1,), keepdims=True))
     dq = sum_to(MatMul.apply(ds, k) * node.scale, node.q.shape) if node.needs_input_grad[0] else None
     dk = sum_to(MatMul.apply(swap_last(ds), q) * node.scale, node.k.shape) if node.needs_input_grad[1] else None
-    return (dq, dk) if len(node.parents) == 2 else (dq, dk, sum_to(ds, node.mask_shape))
+    return (dq, dk) if len(node.mg_parents) == 2 else (dq, dk, sum_to(ds, node.mask_shape))
 
 
 @formula(ScaledDotProductAttentionFunction)
 def sdpa_graph(node, dout):
-    which = (0, 1) if len(node.parents) == 3 else (0, 1, 3)  # q, k (and a float mask): what P depends on
-    p = made_node(AttentionWeights, [node.parents[i] for i in which], node.p,
-                  [node.versions[i] for i in which] if node.versions else (), q=node.q, k=node.k, p=node.p,
+    which = (0, 1) if len(node.mg_parents) == 3 else (0, 1, 3)  # q, k (and a float mask): what P depends on
+    p = made_node(AttentionWeights, [node.mg_parents[i] for i in which], node.p,
+                  [node.mg_versions[i] for i in which] if node.mg_versions else (), q=node.q, k=node.k, p=node.p,
                   scale=node.scale, mask_shape=getattr(node, "mask_shape", None))
     weights = p if node.drop is None else p * const(node.drop)
     dv = sum_to(MatMul.apply(swap_last(weights), dout), node.v.shape) if node.needs_input_grad[2] else None
     dd = MatMul.apply(dout, swap_last(saved_input(node, 2, node.v)))
     dp = dd if node.drop is None else dd * const(node.drop)
     if not p.requires_grad:
-        return (None, None, dv, *(None,) * (len(node.parents) - 3))
+        return (None, None, dv, *(None,) * (len(node.mg_parents) - 3))
     dq, dk, *dmask = attention_weights_graph(p.grad_fn, dp)
     return (dq, dk, dv, *dmask)
 
@@ -666,7 +666,7 @@ def row_weights(dout: Tensor, reduction: str, n: Any, rows: int) -> Tensor:
 def cross_entropy_graph(node, dout):
     xp = backend.get_array_module(node.probs)
     n, v = node.probs.shape
-    probs = made_node(SoftmaxFunction, (node.parents[0],), node.probs.reshape(node.logits_shape), y=node.probs)
+    probs = made_node(SoftmaxFunction, (node.mg_parents[0],), node.probs.reshape(node.logits_shape), y=node.probs)
     w = Where.apply(row_weights(dout, node.reduction, node.n, n), zero(dout), cond=node.counted[:, None] > 0)
     q = xp.full((n, v), node.smoothing / v, dtype=node.probs.dtype)  # the target distribution, a constant
     q[node.rows, node.targets] += 1 - node.smoothing
@@ -677,7 +677,7 @@ def cross_entropy_graph(node, dout):
 def soft_cross_entropy_graph(node, dout):
     n, v = node.q.shape
     eps = node.smoothing
-    log_probs = made_node(LogSoftmaxFunction, (node.parents[0],), node.log_probs.reshape(node.logits_shape),
+    log_probs = made_node(LogSoftmaxFunction, (node.mg_parents[0],), node.log_probs.reshape(node.logits_shape),
                           y=node.log_probs.reshape(node.logits_shape))
     log_probs = Reshape.apply(log_probs, shape=(n, v))
     undone = node.q if eps in (0, 1) else (node.q - eps / v) / (1 - eps)  # the target's values (eps = 1: none count)
@@ -706,7 +706,7 @@ def nll_loss_graph(node, dout):
 @formula(MSELossFunction)
 def mse_loss_graph(node, dout):
     need_input, need_target = node.needs_input_grad
-    diff = made_node(Sub, node.parents, node.diff, a_shape=node.diff.shape, b_shape=node.diff.shape)  # x - y
+    diff = made_node(Sub, node.mg_parents, node.diff, a_shape=node.diff.shape, b_shape=node.diff.shape)  # x - y
     w = Reshape.apply(row_weights(dout, node.reduction, node.n, node.diff.size), shape=node.diff.shape)
     dx = 2 * w * diff
     return (dx if need_input else None), (-dx if need_target else None)
@@ -734,10 +734,10 @@ def bce_with_logits_graph(node, dout):
 def custom_function_graph(node, dout):
     """A PyTorch-style Function (minigrad/custom_function.py): its own backward, run on tensors of the graph, with
     the inputs and the output it saved back in the graph (saved_input, saved_output), as PyTorch's double backward."""
-    if node.n_outputs is not None and "output" in node.saved_as:
-        raise NotImplementedError(f"create_graph=True: {node.fn.__name__} saved one of its several outputs, which "
+    if node.mg_n_outputs is not None and "output" in node.mg_saved_as:
+        raise NotImplementedError(f"create_graph=True: {node.mg_fn.__name__} saved one of its several outputs, which "
                                   "cannot be brought back into the graph here; save its inputs instead")
     saved = [None if a is None else saved_input(node, where, a) if isinstance(where, int)
              else saved_output(node, a) if where == "output" else Tensor.wrap(a)
-             for a, where in zip(node.saved, node.saved_as, strict=True)]
-    return tuple(node.run_backward(list(dout) if node.n_outputs is not None else [dout], saved, in_graph=True))
+             for a, where in zip(node.mg_saved, node.mg_saved_as, strict=True)]
+    return tuple(node.run_backward(list(dout) if node.mg_n_outputs is not None else [dout], saved, in_graph=True))

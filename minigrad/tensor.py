@@ -346,6 +346,7 @@ class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, c
     def tril(self, diagonal: int = 0) -> Tensor: return shapes.tril(self, diagonal)
     def triu(self, diagonal: int = 0) -> Tensor: return shapes.triu(self, diagonal)
     def view(self, *shape: int) -> Tensor: return shapes.view(self, *shape)
+    def view_as(self, other: Tensor) -> Tensor: return shapes.view(self, other.shape)
     def t(self) -> Tensor: return shapes.t(self)
 
     # dtype conversions as PyTorch names them, each x.to(dtype) (the same tensor where it already has that dtype);

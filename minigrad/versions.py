@@ -23,7 +23,7 @@ class Function(core.Function):
     may return a view of its first input) their input's memory and version counter."""
 
     view = False
-    versions: Sequence[tuple[list[int], int, int]] = ()  # per input, then per output: (counter, version, id(array))
+    mg_versions: Sequence[tuple[list[int], int, int]] = ()  # per input, then per output: (counter, version, id(array))
 
     def arrays_of(self, inputs: Sequence[core.Tensor]) -> list[Any]:
         arrays = super().arrays_of(inputs)  # checked: tensors
@@ -33,46 +33,69 @@ class Function(core.Function):
         return arrays
 
     def made(self, inputs: Sequence[core.Tensor], results: Sequence[core.Tensor], options: dict[str, Any]) -> None:
-        if self.parents:
-            self.versions = versions = []
+        if self.mg_parents:
+            self.mg_versions = versions = []
             for t in inputs:
                 counter = t._version_counter
                 versions.append((counter, counter[0], id(t.array)))
             for r in results:  # new tensors: new counters (a view's becomes its input's below)
                 r._counter = counter = [0]
                 versions.append((counter, 0, id(r.array)))
-        if self.view:
-            share_memory(inputs[0], results, type(self), options, self.n_outputs is not None)
+        if type(self).view:  # the class's flag (a ctx may keep a `view` of its own)
+            share_memory(inputs[0], results, type(self), options, self.mg_n_outputs is not None)
 
-    saved_indices: Sequence[tuple[list[int], int, tuple[int, ...]]] = ()  # (counter, version, shape) per index kept
+    mg_saved_indices: Sequence[tuple[list[int], int, tuple[int, ...]]] = ()  # (counter, version, shape) per index kept
 
     def check_versions(self) -> None:
         """Refuse to run backward if an array this node kept (an input's or an output's, or an index or mask tensor
         it was given: see saves_index) was written in place since it was saved, as PyTorch's version check does: its
         gradient would come from the new values. Arrays it did not keep (add keeps none) are no matter. (The ids
-        are safe: the node's arrays and the inputs' were alive together.)"""
-        for counter, seen, shape in self.saved_indices:
+        are safe: the node's arrays and the inputs' were alive together.) Then it follows `x.data = y` (follow_data)."""
+        for counter, seen, shape in self.mg_saved_indices:
             if counter[0] != seen:
                 raise RuntimeError(f"backward(): an index or mask tensor that {self.op} saved for gradient "
                                    f"computation, of shape {shape}, has been modified by an in-place operation: it "
                                    f"is at version {counter[0]}; {self.op} saved it at version {seen}, and the "
                                    "gradient would go where it points now. Write into a copy (idx.clone())")
-        for i, (counter, seen, array_id) in enumerate(self.versions):
+        for i, (counter, seen, array_id) in enumerate(self.mg_versions):
             if counter[0] != seen:
                 kept = [v for value in vars(self).values()
                         for v in (value if isinstance(value, (tuple, list)) else (value,))]
                 array = next((v for v in kept if array_id in (id(v), id(getattr(v, "base", None)))), None)
                 if array is not None:
                     raise RuntimeError(self._modified(i, array, counter[0], seen))
+        self.follow_data()
+
+    def follow_data(self) -> None:
+        """`x.data = y` since forward, for a leaf x whose array this node kept: from now on the node keeps y's array
+        in its place, so that backward() and backward(create_graph=True) (which reads the leaf itself) both use x's
+        new values, as PyTorch's saved tensor reads x's data. Arrays forward derived from x's (a reshape of it, its
+        output) keep the old values, as PyTorch's do. (The ids are safe: the node keeps the old array alive.)"""
+        for i, parent in enumerate(self.mg_parents if self.mg_versions else ()):
+            if not isinstance(parent, core.Tensor) or id(parent.array) == self.mg_versions[i][2]:
+                continue  # not a leaf, or a leaf that holds the array forward read
+            counter, seen, old = self.mg_versions[i]
+            new = parent.array
+            for key, value in list(vars(self).items()):
+                values = value if isinstance(value, (tuple, list)) else (value,)
+                kept = next((v for v in values if id(v) == old), None)
+                if kept is None:
+                    continue
+                if (new.shape, new.dtype) != (kept.shape, kept.dtype):
+                    raise RuntimeError(f"backward(): input {i} of {self.op}, a leaf of shape {kept.shape} and dtype "
+                                       f"{kept.dtype} at forward, was given values of shape {new.shape} and dtype "
+                                       f"{new.dtype} since (x.data = y), which its backward cannot use")
+                vars(self)[key] = type(value)(new if id(v) == old else v for v in values) if values is value else new
+            self.mg_versions[i] = (counter, seen, id(new))
 
     def _modified(self, i: int, array: Any, now: int, seen: int) -> str:
-        if i < len(self.parents):
-            parent = self.parents[i]
+        if i < len(self.mg_parents):
+            parent = self.mg_parents[i]
             source = ("a leaf" if isinstance(parent, core.Tensor) else "not in the graph" if parent is None
                       else f"the output of {parent.op}")
             what = f"input {i} of {self.op} ({source})"
         else:
-            what = f"output {i - len(self.parents)} of {self.op}"
+            what = f"output {i - len(self.mg_parents)} of {self.op}"
         return (f"backward(): one of the arrays needed for gradient computation has been modified by an in-place "
                 f"operation: {what}, of shape {array.shape} and dtype {array.dtype}, is at version {now}; {self.op} "
                 f"saved it at version {seen}. Compute it out of place (y = x * 2, not x *= 2), or write into a copy "
@@ -86,7 +109,7 @@ def saves_index(result: core.Tensor, *sources: Any) -> core.Tensor:
     node = result.grad_fn
     tensors = [s for s in sources if isinstance(s, core.Tensor)]
     if tensors and isinstance(node, Function):
-        node.saved_indices = [*node.saved_indices, *((t._version_counter, t._version, t.shape) for t in tensors)]
+        node.mg_saved_indices = [*node.mg_saved_indices, *((t._version_counter, t._version, t.shape) for t in tensors)]
     return result
 
 
@@ -134,6 +157,18 @@ def share_memory(x: core.Tensor, results: Sequence[core.Tensor], cls: type[Funct
             r._view = View(base, (*steps, (cls, options, i if several else None)), x._version_counter[0])
 
 
+def views_of_inputs(what: str, inputs: Sequence[core.Tensor], results: Sequence[core.Tensor]) -> None:
+    """Results of a custom Function (`what`) that lie in an input's memory (its forward returned a view of the
+    input, or the input itself): each shares that input's version counter, so that a write through either is seen by
+    whatever saved the other, and refuses an in-place write where a gradient is recorded, which would go around the
+    Function's backward (PyTorch refuses it too)."""
+    for i, r in enumerate(results):
+        xp = backend.get_array_module(r.array)
+        x = next((t for t in inputs if xp.may_share_memory(r.array, t.array)), None)
+        if x is not None:
+            r._counter, r._made_inside = x._version_counter, f"output {i} of {what}"
+
+
 class CopySlices(Function):
     """y = base with its view (the view ops `steps` from the base) replaced by v, after an in-place write into
     the view (VersionedTensor._write), as PyTorch's CopySlices; forward returns the base's array, already written.
@@ -168,6 +203,7 @@ class VersionedTensor:
 
     _counter: list[int] | None = None  # made at the first write or save (most results are never written)
     _view: View | None = None
+    _made_inside: str | None = None  # "output i of F" where a custom Function F returned its input's memory
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: DType | None = None,
                  device: str | None = None, *, copy: bool = True) -> None:
@@ -200,6 +236,16 @@ class VersionedTensor:
         t._counter = self._version_counter
         return t
 
+    def detach_(self) -> core.Tensor:
+        """Cut this tensor itself off from the graph, as PyTorch's: it becomes a leaf that does not require grad,
+        holding the same memory (zero_grad(set_to_none=False) does this to .grad before writing zeros into it). A
+        view in the graph cannot be, as there: x.detach() gives its values outside the graph."""
+        if self._view is not None and self.requires_grad:
+            raise RuntimeError(f"detach_: this tensor of shape {self.shape} is a view of another tensor in the graph, "
+                               "which cannot be detached in place; use x.detach()")
+        self._grad_fn, self._requires_grad = None, False
+        return self
+
     def _write(self, op: str, compute: Callable[..., core.Tensor], *operands: Any) -> core.Tensor:
         """Write compute(self, *operands), an out-of-place op giving self's shape and dtype, into self's own memory
         (so every view of it sees it), and count the write. Where it is recorded for backward (grad mode, and a
@@ -223,6 +269,10 @@ class VersionedTensor:
             raise RuntimeError(f"{op}: this tensor of shape {self.shape} is one of several views that "
                                f"{view.steps[-1][0].op} returned, which cannot be written in place where a gradient "
                                "is recorded; use an out-of-place op (x = x + y)")
+        if recording and self._made_inside is not None:
+            raise RuntimeError(f"{op}: this tensor, {self._made_inside}, is a view of that Function's input (or the "
+                               "input itself) and cannot be written in place where a gradient is recorded: the write "
+                               "would go around the Function's backward; write into its .clone()")
         if any(s == 0 and n > 1 for s, n in zip(self.array.strides, self.shape, strict=True)) \
                 or not getattr(self.array.flags, "writeable", True):
             raise RuntimeError(f"{op}: several elements of this tensor of shape {self.shape} share one memory "

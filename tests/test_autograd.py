@@ -153,13 +153,13 @@ def test_backward_frees_saved_arrays(rand) -> None:
     y = s.sum()
     nodes = [h.grad_fn, s.grad_fn]
     for fn in nodes:
-        assert fn.parents is not None
+        assert fn.mg_parents is not None
     assert vars(h.grad_fn)  # matmul saved its inputs for backward
     y.backward()
     for fn in nodes:
-        assert fn.freed and fn.parents  # freed, its edges kept (as PyTorch's next_functions), for a picture
+        assert fn.mg_freed and fn.mg_parents  # freed, its edges kept (as PyTorch's next_functions), for a picture
         assert not [k for k, v in vars(fn).items() if isinstance(v, np.ndarray)]  # no saved array is left behind
-    assert not y.grad_fn.freed  # sum saved only a shape: whole, so that a second backward() may pass
+    assert not y.grad_fn.mg_freed  # sum saved only a shape: whole, so that a second backward() may pass
 
 
 def test_a_graph_that_saved_no_array_can_be_gone_through_twice(rand) -> None:
@@ -183,7 +183,7 @@ def test_retain_graph_keeps_saved_arrays(rand) -> None:
     x = rand(2, 3)
     y = (x * x).sum()
     y.backward(retain_graph=True)
-    assert y.grad_fn.parents is not None
+    assert y.grad_fn.mg_parents is not None
 
 
 # ---- gradients never alias each other or the caller's arrays ----

@@ -244,3 +244,117 @@ def test_save_for_backward_takes_tensors_only_as_pytorchs():
 
         with pytest.raises(TypeError, match="save_for_backward"):
             SaveNumber.apply(lib.ones(1, requires_grad=True))
+
+
+# ---- ctx keeps what the user stores (issue 44, item 2) ----
+
+# names a Function's forward may well store on ctx, some of which the engine once used for its own bookkeeping
+CTX_NAMES = ["shape", "dtype", "outputs", "saved", "parents", "n_outputs", "fn", "versions", "freed", "saved_as",
+             "saved_indices", "is_tensor", "unpacked", "index", "view", "op", "backward_hooks", "node"]
+
+
+def keeping_class(lib, name, n_outputs):
+    """A Function whose forward stores (x.shape, x.dtype) as ctx.<name>, which its backward then needs."""
+
+    class Keeps(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            setattr(ctx, name, (x.shape, x.dtype))
+            ctx.save_for_backward(x)
+            cube = (x**3).sum()  # of shape (): the node's output, whose shape the engine needs for its checks
+            return (cube, x.reshape(-1) * 2) if n_outputs == 2 else cube
+
+        @staticmethod
+        def backward(ctx, dcube, *dflat):
+            shape, dtype = getattr(ctx, name)
+            x, = ctx.saved_tensors
+            dx = 3 * x**2 * dcube.expand(*shape)
+            return (dx + dflat[0].reshape(shape) * 2 if dflat else dx).to(dtype)
+
+    return Keeps
+
+
+@pytest.mark.parametrize("n_outputs", [1, 2])
+@pytest.mark.parametrize("name", CTX_NAMES)
+def test_ctx_keeps_what_forward_stores_under_any_name_as_pytorchs(name, n_outputs):
+    """ctx.shape = x.shape (and every other name here) survives to backward and stays on y.grad_fn; first and second
+    derivatives are PyTorch's, in float64."""
+    rng = np.random.default_rng(0)
+    x0, r = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    results = []
+    for lib in (mg, torch):
+        x = lib.tensor(x0, requires_grad=True)
+        out = keeping_class(lib, name, n_outputs).apply(x)
+        node = (out[0] if n_outputs == 2 else out).grad_fn
+        if n_outputs == 2:
+            node = node.mg_parents[0] if lib is mg else node  # minigrad: the edge to output 0, then the node
+        assert getattr(node, name) == ((2, 3), x.dtype)
+        loss = out[0] + (out[1] * lib.tensor(r.reshape(-1))).sum() if n_outputs == 2 else out
+        (dx,) = lib.autograd.grad(loss, x, create_graph=True)
+        (ddx,) = lib.autograd.grad((dx * lib.tensor(r)).sum(), x)
+        results.append([dx.detach().numpy(), ddx.numpy()])
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-12)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-12)
+
+
+def reversal_class(lib, same_tensor):
+    """A gradient-reversal layer: forward returns its input as a view (x.view_as(x)), or the input itself."""
+
+    class GradReverse(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x if same_tensor else x.view_as(x)
+
+        @staticmethod
+        def backward(ctx, dy):
+            return -dy
+
+    return GradReverse
+
+
+@pytest.mark.parametrize("same_tensor", [False, True], ids=["x.view_as(x)", "x itself"])
+def test_an_output_in_the_inputs_memory_refuses_an_in_place_write_as_pytorchs(same_tensor):
+    """Written in place where recorded, such an output would change its input behind a node that saved it: refused,
+    as PyTorch refuses. Under no_grad the write passes and counts in the input's version, so a node that saved the
+    input refuses its backward, as PyTorch's does."""
+    for lib in (mg, torch):
+        x = lib.tensor([1.0, -2.0], dtype=lib.float64, requires_grad=True)
+        h = x * 1
+        y = reversal_class(lib, same_tensor).apply(h)
+        assert (-y).sum().item() == -h.sum().item()  # the values forward gave
+        with pytest.raises(RuntimeError, match="(?i)output 0 of GradReverse"):
+            y.mul_(2)
+        square = h * h
+        with lib.no_grad():
+            y.mul_(2)
+        assert h.tolist() == [2.0, -4.0] and h._version == y._version == 1
+        with pytest.raises(RuntimeError, match="modified by an in-?place operation"):
+            square.sum().backward()
+
+
+def test_the_gradient_reversal_layer_reverses_the_gradient_as_pytorchs():
+    grads = []
+    for lib in (mg, torch):
+        x = lib.tensor([1.0, -2.0, 3.0], dtype=lib.float64, requires_grad=True)
+        (reversal_class(lib, False).apply(x * x) * lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64)).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
+
+
+def test_a_function_in_minigrads_protocol_keeps_what_it_stores_on_self_too():
+    """self.shape = ..., self.parents = ... in forward(self, *arrays): the engine's names (mg_...) leave them alone."""
+
+    class SumRows(mg.autograd.Function):
+        def forward(self, x):
+            self.shape, self.parents, self.dtype = x.shape, "mine", x.dtype
+            return x.sum(axis=0)
+
+        def backward(self, dout):
+            assert self.parents == "mine"
+            return (np.broadcast_to(dout, self.shape).astype(self.dtype),)
+
+    x0 = np.arange(6.0).reshape(2, 3)
+    x = mg.tensor(x0, requires_grad=True)
+    r = np.array([1.0, -2.0, 3.0])
+    SumRows.apply(x).backward(mg.tensor(r))
+    np.testing.assert_array_equal(x.grad.numpy(), np.broadcast_to(r, (2, 3)))

@@ -664,11 +664,56 @@ def test_version_counter():
     assert x._version == xz._version
 
 
-def test_backward_after_data_assignment_uses_the_values_forward_saw():
-    """A deliberate difference (docs/pytorch-way.md): the node kept the array forward read, so x.data = y after
-    forward leaves the gradient that of the function computed, 2 * 1; PyTorch's reads x's new values, 2 * 5."""
+# ops whose backward reads the arrays PyTorch's saves (not div: minigrad's reads its output where PyTorch's reads b)
+DATA_CASES = {
+    "mul": lambda x, w: (x * w).sum(),
+    "pow": lambda x, w: (x**3).sum(),
+    "exp (its output)": lambda x, w: x.exp().sum(),
+    "sin": lambda x, w: (x.sin() * w).sum(),
+    "matmul of views": lambda x, w: (x.reshape(3, 1) @ w.reshape(1, 3)).sum(),
+    "tanh and log": lambda x, w: (x.tanh() * x.log()).sum(),
+    "softmax": lambda x, w: (x.softmax(0) * w).sum(),
+}
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["backward()", "backward(create_graph=True)"])
+@pytest.mark.parametrize("case", list(DATA_CASES))
+def test_backward_after_data_assignment_reads_the_new_values_as_pytorchs(case, create_graph):
+    """x.data = y after forward: a node that kept x's array reads y's (as PyTorch's saved tensor reads x's data), one
+    that kept an array derived from it (its output, a view) the old one, and backward() and create_graph=True agree
+    (issue 44, item 3); w.grad too, as w's node kept x."""
+    grads = []
+    for lib in (mg, torch):
+        x, w = (lib.tensor(v, dtype=lib.float64, requires_grad=True) for v in ([1.0, 2.0, 3.0], [0.5, -1.0, 2.0]))
+        y = DATA_CASES[case](x, w)
+        x.data = lib.tensor([4.0, 5.0, 6.0], dtype=lib.float64)
+        y.backward(create_graph=create_graph and lib is mg)
+        grads.append([x.grad.detach().numpy(), None if w.grad is None else w.grad.detach().numpy()])
+    (dx, dw), (tdx, tdw) = grads
+    np.testing.assert_allclose(dx, tdx, rtol=1e-12)
+    assert (dw is None) == (tdw is None)
+    if dw is not None:
+        np.testing.assert_allclose(dw, tdw, rtol=1e-12)
+
+
+def test_backward_after_data_assignment_of_another_shape_is_refused():
+    """PyTorch fails inside the node's backward on the shapes; here the node says which input changed shape."""
     x = mg.ones(3, requires_grad=True)
     y = (x * x).sum()
-    x.data = mg.full((3,), 5.0)
-    y.backward()
-    assert x.grad.numpy().tolist() == [2.0, 2.0, 2.0]
+    x.data = mg.ones(4)
+    with pytest.raises(RuntimeError, match=r"input 0 of mul, a leaf of shape \(3,\).*shape \(4,\)"):
+        y.backward()
+
+
+def test_data_assignment_to_a_tensor_that_does_not_require_grad_keeps_the_values_forward_read():
+    """A deliberate difference (docs/pytorch-way.md): the graph keeps no edge to an input that needs no gradient, so
+    its node cannot see `w.data = y`; it keeps the values forward read, where PyTorch's reads the new ones."""
+    grads = {}
+    for lib in (mg, torch):
+        x = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        w = lib.tensor([3.0, 4.0], dtype=lib.float64)
+        y = (x * w).sum()
+        w.data = lib.tensor([5.0, 6.0], dtype=lib.float64)
+        y.backward()
+        grads[lib.__name__] = x.grad.detach().numpy().tolist()
+    assert grads == {"minigrad": [3.0, 4.0], "torch": [5.0, 6.0]}

@@ -61,7 +61,7 @@ def test_parameters_are_named_and_several_outputs_are_numbered():
     nodes, edges = nodes_and_edges(mg.draw(a + b, params=dict(layer.named_parameters())).source)
     assert nodes[f"t{id(layer.weight)}"].startswith("weight\\n(2, 3) float32")
     assert nodes[f"t{id(layer.bias)}"].startswith("bias\\n(2,) float32")
-    split = f"n{id(a.grad_fn.parents[0])}"
+    split = f"n{id(a.grad_fn.mg_parents[0])}"
     assert {(split, f"t{id(a.grad_fn)}", "0"), (split, f"t{id(b.grad_fn)}", "1")} <= set(edges)
 
 
@@ -132,7 +132,7 @@ def test_inputs_cut_the_graph_where_it_starts_and_names_show_on_intermediate_ten
     assert nodes[a_node].startswith("a\\n(2,) float32\\ngrad norm ")  # an input: its name, shape and gradient
     np.testing.assert_allclose(a.grad.numpy(), np.exp([2.0, 4.0]) + 1, rtol=1e-6)  # the sum of its two paths
     users = sorted(dst for src, dst, _ in edges if src == a_node)  # two edges out of a
-    assert users == sorted([f"n{id(b.grad_fn)}", f"n{id(c.grad_fn.parents[0])}"])
+    assert users == sorted([f"n{id(b.grad_fn)}", f"n{id(c.grad_fn.mg_parents[0])}"])
     assert nodes[f"t{id(b.grad_fn)}"].startswith("b\\n(2,) float32\\ngrad: not kept")
     assert sorted(label for node, label in nodes.items() if node.startswith("n")) == \
         ["Add", "Exp\\n(saved arrays freed by backward)", "Sum"]

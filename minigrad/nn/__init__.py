@@ -21,6 +21,7 @@ from minigrad.arrays import as_array, padding_index
 from minigrad.dtypes import DType
 from minigrad.losses import REDUCTIONS, reduction_error
 from minigrad.nn import parallel, utils  # noqa: F401  (torch.nn.parallel, torch.nn.utils)
+from minigrad.optim import zero_grads
 from minigrad.tensor import RemovableHandle, Tensor, no_grad
 
 # `import minigrad.nn.functional as F` and `import minigrad.nn.init` give the modules that minigrad.functional and
@@ -234,12 +235,8 @@ class Module:
         return sum(p.numel() for p in self.parameters())
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Drop every parameter's gradient (set_to_none=False: set it to zeros in place)."""
-        for p in self.parameters():
-            if set_to_none:
-                p.grad = None
-            elif p.grad is not None:
-                p.grad.array[...] = 0
+        """Drop every parameter's gradient (set_to_none=False: detach it and set it to zeros in place, zero_grads)."""
+        zero_grads(self.parameters(), set_to_none)
 
     # -- printing: PyTorch's module tree --
     def extra_repr(self) -> str:
