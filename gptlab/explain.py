@@ -5,7 +5,6 @@ table ends `python train.py`. Run `python train.py explain` with --help for the 
 
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import shutil
@@ -24,6 +23,7 @@ from gptlab.settings import (
     CHECKPOINT,
     DTYPES,
     HELDOUT_SEED,
+    FlagParser,
     UsageError,
     check_writes,
     folder_files,
@@ -39,7 +39,7 @@ from minigrad.picture import Graph
 
 
 def explain_main(argv: Sequence[str], prog: str = "train.py explain") -> int:
-    p = argparse.ArgumentParser(prog=prog, description="Print the walkthrough's attention steps "
+    p = FlagParser(prog=prog, description="Print the walkthrough's attention steps "
                                 "with the numbers of the model trained in --out.")
     p.add_argument("--out", default="out", help=f"folder holding {CHECKPOINT} (default ./out)")
     p.add_argument("--prompt", help="space-separated tokens (text for the text task); "
