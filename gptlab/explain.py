@@ -40,7 +40,7 @@ from minigrad.picture import Graph
 
 def explain_main(argv: Sequence[str], prog: str = "train.py explain") -> int:
     p = FlagParser(prog=prog, description="Print the walkthrough's attention steps "
-                                "with the numbers of the model trained in --out.")
+                   "with the numbers of the model trained in --out.")
     p.add_argument("--out", default="out", help=f"folder holding {CHECKPOINT} (default ./out)")
     p.add_argument("--prompt", help="space-separated tokens (text for the text task); "
                                     "default: the first held-out example")

@@ -105,7 +105,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
     if isinstance(first, np.ndarray) and first.dtype.kind in "biuf":
         return stack([tensor(a) for a in batch])
     if isinstance(first, np.generic) and first.dtype.kind in "biuf":
-        return tensor(np.array(batch))
+        return tensor(list(batch), dtype=first.dtype)
     if isinstance(first, bool):
         return tensor(list(batch))
     if isinstance(first, numbers.Integral):
