@@ -7,6 +7,7 @@ seed in fresh processes side by side: the loss on the whole held-out part and th
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -143,10 +144,16 @@ def minigrad_run(data: str, steps: int, seed: int, out: str, env: dict[str, str]
     result = subprocess.run([sys.executable, "train.py", *train_py_argv(data, steps, seed, out, speed)], cwd=ROOT,
                             env=env, capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError(f"train.py failed ({result.returncode}): {result.stderr.strip()[-500:]}")
+        raise RuntimeError(f"train.py failed ({result.returncode}): {last_line(result.stderr)}")
     final = dict(re.findall(r"(\w+)=([-\d.e+na]+)", result.stdout.splitlines()[-1]))
     tokens_per_step = RECIPE["batch_size"] * RECIPE["block_size"]
     return {"val_loss": float(final["val_loss"]), "ms_per_step": 1e3 * tokens_per_step / float(final["tokens_per_s"])}
+
+
+def last_line(stderr: str) -> str:
+    """A failed process's last line of stderr, whole: its error, or a traceback's last line."""
+    lines = stderr.strip().splitlines()
+    return lines[-1] if lines else "(nothing on stderr)"
 
 
 def torch_worker(data: str, steps: int, seed: int, env: dict[str, str], threads: int | None) -> dict[str, Any]:
@@ -154,7 +161,7 @@ def torch_worker(data: str, steps: int, seed: int, env: dict[str, str], threads:
             "--seeds", str(seed), *(["--threads", str(threads)] if threads else [])]
     result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError(f"the PyTorch worker failed ({result.returncode}): {result.stderr.strip()[-500:]}")
+        raise RuntimeError(f"the PyTorch worker failed ({result.returncode}): {last_line(result.stderr)}")
     return json.loads(result.stdout.splitlines()[-1])
 
 
@@ -188,6 +195,18 @@ def report(results: dict[str, Any]) -> str:
                       f" 0.03); time per step, minigrad / PyTorch: {ours['ms_per_step'] / theirs['ms_per_step']:.2f}"])
 
 
+def what_is_missing(data: str, speed: str) -> str | None:
+    """What the comparison needs and this machine lacks, in one line: torch for the PyTorch side, Numba for
+    --speed compiled, the --data file."""
+    if importlib.util.find_spec("torch") is None:
+        return "it trains nanoGPT in PyTorch beside train.py, and torch is not installed: pip install -e '.[torch]'"
+    if speed == "compiled" and importlib.util.find_spec("numba") is None:
+        return "--speed compiled needs Numba, which is not installed: pip install -e '.[compiled]'"
+    if not os.path.isfile(data):
+        return f"--data {data}: no such file"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.nanogpt", description=__doc__, epilog=USAGE,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -201,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
                    "(plain, the default), with --fused, or with --compiled (pip install -e '.[compiled]')")
     p.add_argument("--worker", choices=["torch"], help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    missing = None if args.worker else what_is_missing(args.data, args.speed)
+    if missing:  # before any work: a comparison that fails after one side has trained for minutes wastes them
+        print(f"python -m benchmarks.nanogpt: error: {missing}", file=sys.stderr)
+        return 2
     if args.worker:
         if args.threads:
             import torch

@@ -5,7 +5,6 @@ table ends `python train.py`. Run `python train.py explain` with --help for the 
 
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import shutil
@@ -24,6 +23,7 @@ from gptlab.settings import (
     CHECKPOINT,
     DTYPES,
     HELDOUT_SEED,
+    FlagParser,
     UsageError,
     check_writes,
     folder_files,
@@ -39,8 +39,8 @@ from minigrad.picture import Graph
 
 
 def explain_main(argv: Sequence[str], prog: str = "train.py explain") -> int:
-    p = argparse.ArgumentParser(prog=prog, description="Print the walkthrough's attention steps "
-                                "with the numbers of the model trained in --out.")
+    p = FlagParser(prog=prog, description="Print the walkthrough's attention steps "
+                   "with the numbers of the model trained in --out.")
     p.add_argument("--out", default="out", help=f"folder holding {CHECKPOINT} (default ./out)")
     p.add_argument("--prompt", help="space-separated tokens (text for the text task); "
                                     "default: the first held-out example")
@@ -65,11 +65,11 @@ def explain_main(argv: Sequence[str], prog: str = "train.py explain") -> int:
     p.add_argument("--overwrite", action="store_true", help="let --png or --html replace a file this command reads "
                    "or a checkpoint of the run in --out (refused otherwise)")
     args = p.parse_args(argv)
-    if args.png:
+    if args.png is not None:  # an empty name too: refused in check_output, not skipped as if not given
         check_png(args.png)
-    if args.html:
+    if args.html is not None:
         check_output("--html", args.html, "attention.html")
-    if args.graph:
+    if args.graph is not None:
         check_graph(args.graph)
     if args.target is not None and not (args.graph or args.html):
         raise UsageError("--target chooses what the gradients of --graph and --html are of; give one of them")
@@ -357,19 +357,21 @@ def _pad(text: str, width: int) -> str:
 
 
 def check_png(path: str) -> None:
-    """Before any work: --png needs matplotlib and a file name in a folder that exists."""
+    """Before any work: --png needs a file name in a folder that exists, and matplotlib."""
+    check_output("--png", path, "attention.png")
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         raise UsageError("--png needs matplotlib: pip install -e '.[plot]'") from None
-    check_output("--png", path, "attention.png")
 
 
 GRAPH_FORMATS = (".dot", ".svg", ".png")
 
 
 def check_graph(path: str) -> None:
-    """Before any work: --graph's suffix picks the picture; .svg and .png need the graphviz package and program."""
+    """Before any work: --graph needs a file name in a folder that exists; its suffix picks the picture; .svg and
+    .png need the graphviz package and program."""
+    check_output("--graph", path, "attention.svg")
     suffix = Path(path).suffix.lower()
     if suffix not in GRAPH_FORMATS:
         raise UsageError(f"--graph {path}: the file's suffix picks the picture, one of {', '.join(GRAPH_FORMATS)} "
@@ -383,11 +385,12 @@ def check_graph(path: str) -> None:
         if shutil.which("dot") is None:
             raise UsageError(f"--graph {path} needs Graphviz's dot program: apt-get install graphviz (brew install "
                              "graphviz), or give a .dot file")
-    check_output("--graph", path, "attention.svg")
 
 
 def check_output(flag: str, path: str, example: str) -> None:
     """Before any work: the file of `flag` must be a file name in a folder that exists."""
+    if not path.strip():
+        raise UsageError(f"{flag} {path!r}: the file name is empty; give one, such as {flag} {example}")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise UsageError(f"{flag} {path}: the folder {folder} does not exist")

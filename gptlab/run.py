@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shutil
 import signal
 import sys
 import time
@@ -35,8 +36,10 @@ from gptlab.settings import (
     MODEL_KEYS,
     PRESETS,
     TOKENIZERS,
+    FlagParser,
     RunFailed,
     UsageError,
+    as_saved,
     build_model,
     build_task,
     check_block_size,
@@ -49,6 +52,7 @@ from gptlab.settings import (
     model_config,
     pretrained_task,
     run_cli,
+    silence,
 )
 from gptlab.tasks import TASKS, TEXT_CONTEXT, Split, Task, TextTask, split
 from gptlab.tokenizer import BPE_VOCAB_SIZE
@@ -76,7 +80,7 @@ def main(argv: Sequence[str] | None, loop: Callable[[Run], int]) -> int:
 # ---- the flags ----
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = FlagParser(
         prog="train.py",
         description="Train the minigrad GPT (--arch llama: a LLaMA-style decoder) on a toy next-token task, or on "
         "your own text. Tasks: " + "; ".join(f"{k}: {v}" for k, v in TASKS.items()) + ". In [brackets]: nanoGPT's "
@@ -167,9 +171,12 @@ def resolve_settings(args: argparse.Namespace, saved: dict[str, Any] | None) -> 
         value = getattr(args, key, None)
         if value is None:
             continue
-        if saved is not None and key in MODEL_KEYS and value != saved[key]:
-            raise UsageError(f"{flag(key)} {value} differs from the checkpoint's {saved[key]}; "
-                             "drop the flag to resume, or start a new run with another --out")
+        if saved is not None and key in MODEL_KEYS:
+            value_then, shown = as_saved(saved, key)
+            if value != value_then:
+                raise UsageError(f"{flag(key)} {value} differs from the checkpoint's {shown}; drop the flag to "
+                                 "resume, or start a new run with another --out")
+            continue  # the same as the checkpoint's (a preset's width given as --n-embd): kept as it was saved
         settings[key] = value
     check_settings(settings)
     return settings
@@ -194,7 +201,8 @@ class Run:
     stop: StopRequest
     bar: Any
     path: str
-    saved_step: int | None = None  # the last good checkpoint on disk
+    saved_step: int | None = None  # the last good checkpoint of this run on disk
+    earlier: bool = False  # an earlier run's checkpoint is at `path`, until this run's first one is saved
     rows: slice = field(default_factory=lambda: slice(None))  # this rank's share of every step's sequences
     best_val: float = math.inf  # the lowest held-out estimate so far: --keep-best saves when it falls
 
@@ -222,14 +230,31 @@ class Run:
         if not bool(xp.stack([xp.isfinite(p.array).all() for p in params]).all()):  # one read-back, not one per weight
             raise self.diverged(f"the weights are no longer finite after step {step}")  # an overflowed update
         if self.world.rank == 0:
-            save_checkpoint(self.path, self.model, self.opt, step, self.settings, self.task, self.data_rng,
-                            None if math.isinf(self.best_val) else self.best_val)
+            def write() -> None:
+                save_checkpoint(self.path, self.model, self.opt, step, self.settings, self.task, self.data_rng,
+                                None if math.isinf(self.best_val) else self.best_val)
+            try:
+                if self.earlier:  # this run's first checkpoint: the earlier one goes aside as it is replaced
+                    kept = keep_earlier(self.path, write)
+                    self.earlier = False
+                    self.bar.write(f"note: the earlier {self.path} was kept as {kept} (docs/checkpoints.md)")
+                else:
+                    write()
+            except RunFailed as err:  # a full disk: say what is left
+                raise RunFailed(f"{err}; {self.kept()}") from None
         self.saved_step = step
 
+    def kept(self) -> str:
+        """Where the last good checkpoint is, for a run that stops early."""
+        if self.saved_step is not None:
+            return f"the last good checkpoint, step {self.saved_step}, is kept in {self.path}"
+        if self.earlier:
+            return f"no checkpoint of this run was written, and {self.path} still holds the earlier run's"
+        return "no checkpoint was written"
+
     def diverged(self, what: str) -> RunFailed:
-        kept = (f"the last good checkpoint, step {self.saved_step}, is kept in {self.path}"
-                if self.saved_step is not None else "no checkpoint was written")
-        return RunFailed(f"{what}: training diverged (is --lr {self.settings['lr']:g} too high?); stopped, and {kept}")
+        return RunFailed(f"{what}: training diverged (is --lr {self.settings['lr']:g} too high?); stopped, and "
+                         f"{self.kept()}")
 
     def stopped(self, step: int) -> int:
         """After Ctrl-C: say how to continue; exit status 130."""
@@ -328,6 +353,10 @@ def check_run(args: argparse.Namespace, world: distributed.World) -> tuple[Any, 
             raise UsageError(f"--compiled: {err}") from None
     ckpt = load_checkpoint(args.out) if args.resume else None
     settings = resolve_settings(args, ckpt["settings"] if ckpt else None)
+    if ckpt and settings["steps"] < ckpt["step"]:
+        raise UsageError(f"--steps {settings['steps']} is fewer than the checkpoint's {ckpt['step']} steps: --steps "
+                         f"counts every step of the run, those before --resume too; to train {settings['steps']} "
+                         f"more, give --steps {ckpt['step'] + settings['steps']}")
     n_params = None  # the real count where it is known before building: a checkpoint's weights, a folder's tensors
     if ckpt:  # the checkpoint's tokenizer and model config: an --init-from folder is not needed again
         task = restore_task(ckpt, settings)
@@ -387,10 +416,11 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
         step, path = 0, os.path.join(args.out, CHECKPOINT)
         if ckpt:
             step = resume_training(ckpt, model, opt, data_rng)
-            print(f"resumed from {path} at step {step}" + (
-                f"; --steps {settings['steps']} is already reached" if step >= settings["steps"] else ""))
-        elif world.rank == 0 and os.path.exists(path):
-            print(f"note: the earlier {path} was kept as {keep_earlier(path)} (docs/checkpoints.md)")
+            if step == settings["steps"]:  # the same on every rank
+                print(f"resumed from {path} at step {step}: --steps {step} is already reached, nothing to train; a "
+                      "larger --steps trains on")
+                return 0
+            print(f"resumed from {path} at step {step}")
         world.broadcast([p.array for p in model.parameters()])  # every rank starts from rank 0's weights
         if world.rank:
             mg.manual_seed(settings["seed"] + world.rank)  # but draws dropout masks of its own
@@ -410,6 +440,7 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
                    dynamic_ncols=True)
         run = Run(args, settings, task, split(task, seed=HELDOUT_SEED), model, opt, data_rng, step, world, stop, bar,
                   path, saved_step=step if args.resume else None,
+                  earlier=world.rank == 0 and not args.resume and os.path.exists(path),
                   rows=slice(world.rank * per_rank, (world.rank + 1) * per_rank),
                   best_val=math.inf if ckpt is None or ckpt["best_val"] is None else ckpt["best_val"])
         # a diverging run overflows inside NumPy; the loop notices the non-finite loss itself and says so in one line
@@ -417,15 +448,21 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"), mg.fused(args.fused or args.compiled), \
                     mg.compiled(args.compiled):
                 return loop(run)
+        except BrokenPipeError:  # `python train.py | head`: the reader has gone; the run stops, and says where it is
+            silence(sys.stdout)
+            raise RunFailed(f"the output was closed by its reader (a pipe such as `| head`), so the run stopped; "
+                            f"{run.kept()}") from None
         finally:
             bar.close()
             stop.restore()
 
 
-def keep_earlier(path: str) -> str:
-    """Move an earlier run's checkpoint out of a fresh run's way, to a name dated by when it was written
-    (ckpt-2025-01-31-142501.npz; -2, -3, ... for two written in one second), never over another file: a fresh
-    run destroys no checkpoint. Returns the new name. Safe from other runs under the --out lock."""
+def keep_earlier(path: str, write: Callable[[], None]) -> str:
+    """A fresh run's first checkpoint written to `path` by write(), the earlier run's checkpoint there kept under a
+    name dated by when it was written (ckpt-2025-01-31-142501.npz; -2, -3, ... for two written in one second), never
+    over another file: a fresh run destroys no checkpoint. At every moment `path` holds a whole checkpoint, the
+    earlier one until write() replaces it (mg.save is atomic), so a run that dies leaves one where sample and --resume
+    look; if write() fails, the dated name is removed again. Returns that name. Safe from other runs under the lock."""
     folder, name = os.path.split(path)
     stem, ext = os.path.splitext(name)
     dated = f"{stem}-{time.strftime('%Y-%m-%d-%H%M%S', time.localtime(os.path.getmtime(path)))}"
@@ -433,7 +470,15 @@ def keep_earlier(path: str) -> str:
     while os.path.exists(os.path.join(folder, kept)):
         n += 1
         kept = f"{dated}-{n}{ext}"
-    os.replace(path, os.path.join(folder, kept))
+    try:
+        os.link(path, os.path.join(folder, kept))  # a second name of the same file: nothing copied, nothing moved yet
+    except OSError:  # a file system without hard links
+        shutil.copy2(path, os.path.join(folder, kept))
+    try:
+        write()
+    except BaseException:
+        os.unlink(os.path.join(folder, kept))  # `path` still holds it
+        raise
     return kept
 
 

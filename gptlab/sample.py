@@ -13,7 +13,7 @@ import numpy as np
 
 import minigrad as mg
 from gptlab.checkpoint import load_checkpoint, restore
-from gptlab.settings import CHECKPOINT, DTYPES, UsageError, load_pretrained, prompt_ids
+from gptlab.settings import CHECKPOINT, DTYPES, FlagParser, UsageError, load_pretrained, prompt_ids
 from gptlab.tasks import TextTask
 from gptlab.tokenizer import HFTokenizer
 from minigrad import backend
@@ -22,7 +22,7 @@ PRETRAINED_NEW_TOKENS = 64  # --max-new-tokens of a loaded model, unless given
 
 
 def sample_main(argv: Sequence[str], prog: str = "sample.py") -> int:
-    p = argparse.ArgumentParser(prog=prog, description="Continue --prompt with the model trained in --out.")
+    p = FlagParser(prog=prog, description="Continue --prompt with the model trained in --out.")
     p.add_argument("--out", default="out", help=f"folder holding {CHECKPOINT} (default ./out)")
     p.add_argument("--prompt", help="space-separated tokens (text for the text task); "
                                     "default: a held-out example's prompt")

@@ -5,6 +5,8 @@ one line on stderr.
 
 from __future__ import annotations
 
+import argparse
+import difflib
 import glob
 import importlib.util
 import math
@@ -13,7 +15,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import Any, NoReturn
 
 import minigrad as mg
 from gptlab.tasks import TASKS, TEXT_CONTEXT, Task, make_task, split
@@ -63,23 +65,73 @@ def run_cli(main: Callable[[list[str]], int], argv: Sequence[str], prog: str) ->
     try:
         return main(list(argv))
     except (UsageError, RunFailed) as err:
-        print(f"{prog}: error: {err}", file=sys.stderr)
+        tell(f"{prog}: error: {err}")
         return 2 if isinstance(err, UsageError) else 1
     except MemoryError as err:
-        print(f"{prog}: error: out of memory ({err}); try a smaller model or --batch-size", file=sys.stderr)
+        tell(f"{prog}: error: out of memory ({err}); try a smaller model or --batch-size")
         return 1
     except KeyboardInterrupt:  # a second Ctrl-C during training, or one before it starts
-        print(f"{prog}: interrupted", file=sys.stderr)
+        tell(f"{prog}: interrupted")
         return 130
-    except BrokenPipeError:  # whoever read our output has gone (`| head`): stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the flush at exit fails no more
+    except BrokenPipeError:  # whoever read our output has gone (`explain | head`): stop quietly, as Python's docs say
+        silence(sys.stdout)
         return 1
+
+
+def tell(line: str) -> None:
+    """One line on stderr, unless its reader has gone too (`2>&1 | head`): then there is no one to tell."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except BrokenPipeError:
+        silence(sys.stderr)
+
+
+def silence(stream: Any) -> None:
+    """stdout or stderr into os.devnull, once its reader has gone: the flush at exit fails no more (Python's docs,
+    "Note on SIGPIPE")."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
+class FlagParser(argparse.ArgumentParser):
+    """The commands' argparse parser, with prefix matching off: a flag is taken only as written, so a typo of one
+    (--step) is refused, naming the flags it is close to, never taken as another (--steps)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_abbrev=False, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments: "):
+            flags = [option for action in self._actions for option in action.option_strings]
+            unknown = [word for word in message.split()[2:] if word.startswith("--")]
+            meant = [close for word in unknown for close in difflib.get_close_matches(word.split("=")[0], flags, n=1)]
+            message += f" (did you mean {' or '.join(meant)}? flags are taken only as written)" if meant else ""
+        super().error(message)
 
 
 # ---- settings -> task and model ----
 
 def flag(key: str) -> str:
     return "--" + key.replace("_", "-")
+
+
+UNSET = {  # what a model setting saved as None meant for the run, in the user's terms
+    "data": "none (task {task} makes its own examples)", "vocab_size": "none (--tokenizer {tokenizer})",
+    "block_size": "none (the task's length)", "bias": "none (the architecture's: biases for gpt)",
+    "gelu": "none (the architecture's: tanh for gpt)", "init_from": "none (random initial weights)",
+    "preset": "none (the --init-from folder's sizes)",
+}
+
+
+def as_saved(saved: dict[str, Any], key: str) -> tuple[Any, str]:
+    """A model setting of a checkpoint's run as it was in effect (a width of None is its preset's) and as a message
+    shows it: (64, "64 (--preset tiny)"), (None, "none (the task's length)")."""
+    value = saved[key]
+    if value is None and key in ("n_embd", "n_head", "n_layer") and saved["preset"] in PRESETS:
+        value = PRESETS[saved["preset"]][key]
+        return value, f"{value} (--preset {saved['preset']})"
+    if value is None:
+        return None, UNSET.get(key, "none").format(**saved)
+    return value, str(value)
 
 
 def check_settings(settings: dict[str, Any]) -> None:
@@ -132,6 +184,7 @@ def check_tokenizer(settings: dict[str, Any]) -> None:
 def build_task(settings: dict[str, Any], tokenizer: CharTokenizer | BPETokenizer | HFTokenizer | None = None) -> Task:
     """The task of the settings; for text, windows of --block-size + 1 tokens, with a tokenizer trained on the file
     (--tokenizer, --vocab-size) or the one given, a checkpoint's or an --init-from folder's."""
+    check_data(settings["task"], settings["data"])
     options: dict[str, Any] = {}
     if settings["task"] == "text":
         block_size = TEXT_CONTEXT if settings["block_size"] is None else settings["block_size"]
@@ -141,6 +194,22 @@ def build_task(settings: dict[str, Any], tokenizer: CharTokenizer | BPETokenizer
         return make_task(settings["task"], data=settings["data"], **options)
     except (ValueError, FileNotFoundError) as err:
         raise UsageError(str(err)) from None
+
+
+def check_data(task: str, data: str | None) -> None:
+    """--data, before the text task reads it: what is wrong with it, in the flags' terms."""
+    if task != "text":
+        if data is not None:
+            raise UsageError(f"--data {data}: --data is for --task text; task {task!r} makes its own examples")
+        return
+    if data is None:
+        raise UsageError("--task text needs --data FILE: the UTF-8 text to learn from (nanoGPT's input.txt)")
+    if os.path.isdir(data):
+        raise UsageError(f"--data {data} is a folder; give a text file, such as {os.path.join(data, 'input.txt')}")
+    if not os.path.exists(data):
+        raise UsageError(f"--data {data}: no such file")
+    if os.path.getsize(data) == 0:
+        raise UsageError(f"--data {data} is empty; give a file with the text to learn from")
 
 
 def model_config(settings: dict[str, Any], task: Task) -> Any:

@@ -182,11 +182,14 @@ class TextTask(Task):
                  tokenizer: str | CharTokenizer | BPETokenizer | HFTokenizer = "char", vocab_size: int | None = None):
         p = Path(path)
         if not p.is_file():
-            raise FileNotFoundError(f"text task: data file {str(p)!r} not found")
+            why = "is a folder, not a file" if p.is_dir() else "not found"
+            raise FileNotFoundError(f"text task: data file {str(p)!r} {why}")
         try:
             text = p.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
             raise ValueError(f"text task: {str(p)!r} is not UTF-8 text ({e})") from None
+        if not text:
+            raise ValueError(f"text task: {str(p)!r} is empty")
         if seq_len < 2:
             raise ValueError(f"text task: seq_len must be at least 2 (a token and the next), got {seq_len}")
         if vocab_size is not None and tokenizer != "bpe":

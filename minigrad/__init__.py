@@ -4,6 +4,8 @@ Start at core.py (Tensor, Function, backward), then the op modules; docs/layout.
 
 import sys as _sys
 
+__version__ = "0.4.0"  # pyproject.toml's; tests/test_packaging.py keeps the two equal
+
 from minigrad import (
     amp,
     autograd,

@@ -417,39 +417,51 @@ _BLAS, _OPENBLAS = _numpy_blas() if THREADED else (None, 0)
 SGEMMS = {name: address for name, address in (("OpenBLAS", _OPENBLAS), ("MKL", _OPENBLAS and _mkl_sgemm()))
           if address}
 PRODUCTS = "MKL" if "MKL" in SGEMMS else "OpenBLAS" if SGEMMS else None
-_cores_lock, _cores_taken, _blas_limit, _threads = threading.Lock(), 0, None, 1
+_cores_lock, _cores_taken, _blas_limit, _threads, _blas_found = threading.Lock(), 0, None, 1, None
 
 
 def take_cores() -> None:
-    """mg.compiled()'s entry: NumPy's BLAS on one thread, the kernels on as many as the BLAS had (at most
-    runtime.threads(); OPENBLAS_NUM_THREADS and runtime.share_cores count), until give_cores; calls nest.
+    """mg.compiled()'s entry: NumPy's BLAS on one thread, whatever limit was set before (threadpoolctl's, an
+    environment variable), the kernels on as many threads as the BLAS had (at most runtime.threads();
+    OPENBLAS_NUM_THREADS, a threadpoolctl cap and runtime.share_cores count), until give_cores; calls nest.
     Process-wide, as the BLAS's setting is: NumPy's own products are single-threaded meanwhile."""
-    global _cores_taken, _blas_limit, _threads
+    global _cores_taken, _blas_limit, _threads, _blas_found
     with _cores_lock:
         if _cores_taken == 0 and _BLAS is not None:
-            blas = min(lib.num_threads for lib in _BLAS.lib_controllers)
-            _threads = max(1, min(blas, runtime.threads(), numba.config.NUMBA_NUM_THREADS))
-            _blas_limit = on_a_thread_of_its_own(lambda: _BLAS.limit(limits=1))
+            _blas_found = min(lib.num_threads for lib in _BLAS.lib_controllers)
+            _threads = max(1, min(_blas_found, runtime.threads(), numba.config.NUMBA_NUM_THREADS))
+            _blas_limit = as_the_blas_controller(lambda: _BLAS.limit(limits=1))
         _cores_taken += 1
     numba.set_num_threads(_threads)
 
 
 def give_cores() -> None:
-    """mg.compiled()'s exit: the BLAS's threads as take_cores found them, once the last taker is out."""
+    """mg.compiled()'s exit: the BLAS's threads as take_cores found them (a user's cap included), once the last
+    taker is out."""
     global _cores_taken, _blas_limit
     with _cores_lock:
         _cores_taken -= 1
         if _cores_taken == 0 and _blas_limit is not None:
-            on_a_thread_of_its_own(_blas_limit.restore_original_limits)
+            as_the_blas_controller(_blas_limit.restore_original_limits)
             _blas_limit = None
 
 
-def on_a_thread_of_its_own(task: Any) -> Any:
-    """task() on a new thread, waited for: OpenBLAS's thread count, set from a thread that has launched the kernels
-    (mg.compiled() on two threads, the last one out restoring), was at times left as it was (1 in 3 tries here);
-    set from a thread that has run nothing else, it always took (tests/test_kernels.py)."""
+def as_the_blas_controller(task: Any) -> Any:
+    """task() on a new thread, waited for, that first takes the control of OpenBLAS's thread count. threadpoolctl
+    (3.6 and after) lets one thread at a time set it: the first that did and is still alive, such as the main thread
+    after a user's threadpool_limits(limits=2); another's setting is skipped without a word, so mg.compiled() left
+    the BLAS on the user's two threads beside the kernels' (a step twice as long). Set from a thread that has run
+    nothing else, which then ends, the count always took (tests/test_kernels.py), and the user's own threads can set
+    it again afterwards."""
+    def take_control_and_run() -> None:
+        for lib in _BLAS.lib_controllers:
+            clear = getattr(type(lib), "clear_controlling_thread", None)  # threadpoolctl < 3.6 has no such control
+            if clear is not None:
+                clear(force=True)
+        done.append(task())
+
     done: list[Any] = []
-    thread = threading.Thread(target=lambda: done.append(task()))
+    thread = threading.Thread(target=take_control_and_run)
     thread.start()
     thread.join()
     return done[0]
@@ -459,7 +471,9 @@ def describe() -> str:
     """What mg.compiled() runs on, in one line: the kernels' threads, and whose sgemm the matrix products call."""
     threads = f"{_threads} thread{'s' if _threads > 1 else ''} ({numba.threading_layer() if THREADED else 'serial'})"
     products = f"{PRODUCTS}'s sgemm on those threads" if PRODUCTS else "NumPy (its BLAS)"
-    return f"mg.compiled(): the kernels on {threads}, the matrix products by {products}"
+    blas = ("" if _blas_found is None else "; NumPy's OpenBLAS on the 1 thread it had" if _blas_found == 1 else
+            f"; NumPy's OpenBLAS set from {_blas_found} threads to 1 meanwhile, given back on exit")
+    return f"mg.compiled(): the kernels on {threads}, the matrix products by {products}{blas}"
 
 
 def fallbacks() -> list[str]:

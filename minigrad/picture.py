@@ -66,7 +66,7 @@ def draw(tensor: core.Tensor, params: dict[str, core.Tensor] | None = None, max_
     ids = {id(edge) for edge in shown}
     lines = ["digraph {", '  rankdir="LR"', '  node [fontname="monospace" fontsize=10]']
     if title is not None:
-        label = _quote(title).replace("\n", "\\n")  # a line of the title each
+        label = escape(title)
         lines.append(f'  graph [label="{label}" labelloc="t" fontname="monospace" fontsize=11]')
     for edge in shown:
         if isinstance(edge, core.Tensor):  # a leaf
@@ -116,11 +116,11 @@ def between(tensor: core.Tensor, inputs: Sequence[core.Tensor] = ()) -> list[cor
 
 def _op_label(node: core.Function) -> str:
     freed = "\\n(saved arrays freed by backward)" if node.mg_freed else ""
-    return f"{type(node).__name__}{freed}"
+    return f"{escape(type(node).__name__)}{freed}"  # a class of the user's may be named anything
 
 
 def _leaf_label(t: core.Tensor, names: dict[int, str]) -> str:
-    name = _quote(names.get(id(t), "leaf"))
+    name = escape(names.get(id(t), "leaf"))
     return f"{name}\\n{_describe(t.shape, t.dtype, t.device)}{_values(t.array)}\\n{_gradient(t.grad)}"
 
 
@@ -131,12 +131,15 @@ def _result_label(edge: core.Function, output: core.Tensor | None, names: dict[i
         if isinstance(hook, RetainGrad) and hook.tensor() is not None:
             kept = hook.tensor()
     gradient = _gradient(kept.grad) if kept is not None else "grad: not kept (retain_grad() keeps it)"
-    name = f"{_quote(names[id(edge)])}\\n" if id(edge) in names else ""
+    name = f"{escape(names[id(edge)])}\\n" if id(edge) in names else ""
     return f"{name}{_describe(edge.mg_shape, edge.mg_dtype, None)}\\n{gradient}"
 
 
-def _quote(text: str) -> str:
-    return text.replace('"', "'")
+def escape(text: str) -> str:
+    """User text (a title, a name) as it goes between a DOT label's quotes: a backslash doubled and a quote escaped,
+    so that Graphviz shows them and a trailing backslash cannot escape the closing quote ("C:\\runs\\"); each line a
+    line of the label (DOT's \\n)."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _describe(shape: tuple[int, ...], dtype: Any, device: str | None) -> str:

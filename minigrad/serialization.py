@@ -1,6 +1,7 @@
 """mg.save / mg.load: nested dicts of arrays and plain values in one .npz file, without pickle: arrays as entries
 named by their path ("model/wte.weight"), the rest as one JSON entry. Writes are atomic (a temporary file in the
-same folder, flushed, then renamed), so an interrupted save leaves the old file.
+same folder as the file a symlink points to, flushed, given the old file's mode, then renamed over it), so an
+interrupted save leaves the old file.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import json
 import math
 import os
 import secrets
+import stat
 import zipfile
 from typing import Any
 
@@ -22,11 +24,12 @@ _INT_KEYS = "__int_keys__"  # the paths of the keys that were ints (an optimizer
 
 
 def save(tree: dict[str, Any], f: str | os.PathLike) -> None:
-    """Write `tree` (nested dicts; leaves are arrays, tensors or JSON values) to the path `f` atomically, with the
-    permissions the user's umask gives; the object first, as torch.save(obj, f). Keys are strings or ints, given back
-    as they were; tuples come back as lists. What load() could not give back (other keys, a key with '/' or a control
-    character, object arrays, other values) is refused before anything is written, and the old file is only replaced
-    by a complete new one."""
+    """Write `tree` (nested dicts; leaves are arrays, tensors or JSON values) to the path `f` atomically, the object
+    first, as torch.save(obj, f). As torch.save, a symlink is written through (its target replaced, the link kept)
+    and a file written over keeps its permissions; a new file gets those the user's umask gives. Keys are strings or
+    ints, given back as they were; tuples come back as lists. What load() could not give back (other keys, a key with
+    '/' or a control character, object arrays, other values) is refused before anything is written, and the old file
+    is only replaced by a complete new one."""
     if isinstance(tree, (str, os.PathLike)) and isinstance(f, dict):
         raise TypeError(f"save: the object comes first, then the path, as in torch.save(obj, f): "
                         f"mg.save(tree, {os.fspath(tree)!r}) (minigrad's save took the path first before)")
@@ -42,10 +45,15 @@ def save(tree: dict[str, Any], f: str | os.PathLike) -> None:
     arrays[_JSON_KEY] = np.array(json.dumps(plain))
     if int_keys:
         arrays[_INT_KEYS] = np.array(json.dumps(int_keys))
-    path = os.fspath(f)
-    fd, tmp = _create_temporary(os.path.dirname(os.path.abspath(path)))
+    path = os.path.realpath(f)  # through symlinks: the rename below replaces the file, not the link
+    if os.path.exists(path) and not os.access(path, os.W_OK):  # as open(path, "wb") would: no rename around it
+        raise PermissionError(f"save: {path!r} is read-only (mode {os.stat(path).st_mode & 0o777:o}), as open() would "
+                              "find it; make it writable (chmod u+w) or save elsewhere")
+    fd, tmp = _create_temporary(os.path.dirname(path))
     try:
         with os.fdopen(fd, "wb") as f:
+            if os.path.exists(path):
+                os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))  # the old file's mode, as writing into it
             _write_entries(f, arrays)
             f.flush()
             os.fsync(f.fileno())

@@ -42,9 +42,9 @@ class compiled(Switch):
     """`with mg.compiled():` the Functions that have a compiled implementation (minigrad/compiled_functions.py:
     GELU, layer norm, softmax's backward, attention, the matrix products, the embedding's backward; and
     Adam(W)(fused=True)'s step) run it instead of their NumPy code, chosen where Function.apply chooses, on float32
-    CPU arrays, on every core; NumPy's own BLAS runs on one thread meanwhile (process-wide, until the last block on
-    any thread exits). The optional extra `pip install -e '.[compiled]'` (Numba) must be installed.
-    mg.compiled(False) turns it off."""
+    CPU arrays, on every core; NumPy's own BLAS runs on one thread meanwhile, whatever cap was set before
+    (process-wide, until the last block on any thread exits, which gives back the count it found). The optional
+    extra `pip install -e '.[compiled]'` (Numba) must be installed. mg.compiled(False) turns it off."""
 
     name = "implementations"
 

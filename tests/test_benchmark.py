@@ -216,3 +216,22 @@ def test_sdpa_reference_is_the_written_out_attention():
     assert grads[0].keys() == grads[1].keys()
     for name, g in grads[0].items():
         torch.testing.assert_close(grads[1][name], g, rtol=1e-10, atol=1e-12, msg=name)
+
+
+@pytest.mark.parametrize("missing, argv, message", [
+    ("torch", [], "it trains nanoGPT in PyTorch beside train.py, and torch is not installed: pip install -e "),
+    ("numba", ["--speed", "compiled"], "--speed compiled needs Numba, which is not installed"),
+    (None, ["--data", "no/such.txt"], "--data no/such.txt: no such file"),
+])
+def test_the_nanogpt_comparison_says_what_is_missing_before_any_work(monkeypatch, capsys, missing, argv, message):
+    """Without torch it trained train.py for minutes, then failed with a traceback cut mid-word."""
+    import importlib.util
+
+    from benchmarks import nanogpt
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == missing else find_spec(name, *a))
+    monkeypatch.setattr(nanogpt, "compare", lambda *a, **k: pytest.fail("the comparison started"))
+    assert nanogpt.main(["--data", "README.md", *argv]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"python -m benchmarks.nanogpt: error: {message}")

@@ -8,6 +8,7 @@ enough.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import io
 import os
@@ -163,6 +164,158 @@ def test_interrupts_and_memory_errors_end_in_one_line(tmp_path, capsys, monkeypa
     result, _, err = run_main(capsys, "--steps", "2", "--out", str(tmp_path), *SMALL)
     assert result == code and message in one_line(err)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# ---- a run that dies, for any reason, leaves the last good checkpoint where sample and --resume look ----
+
+def md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def fail_on_write(monkeypatch: pytest.MonkeyPatch, nth: int, error: BaseException) -> None:
+    """mg.save's nth array written raises `error`, half way through a checkpoint file (a full disk, a second Ctrl-C)."""
+    write_array, calls = np.lib.format.write_array, []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == nth:
+            raise error
+        return write_array(*args, **kwargs)
+
+    monkeypatch.setattr(np.lib.format, "write_array", failing)
+
+
+@pytest.mark.parametrize("error, code, said", [
+    (OSError(28, "No space left on device"), 1, "cannot write the checkpoint"),
+    (KeyboardInterrupt(), 130, "train.py: interrupted"),
+    (RuntimeError("a bug"), None, None),  # an error nobody foresaw: a traceback, and the file as it was
+])
+def test_a_save_that_fails_half_way_keeps_the_earlier_checkpoint_in_place(tmp_path, capsys, monkeypatch, error, code,
+                                                                        said):
+    assert run_main(capsys, "--task", "sort", "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
+    before = md5(tmp_path / CHECKPOINT)
+    fail_on_write(monkeypatch, 5, error)
+    if code is None:
+        with pytest.raises(RuntimeError, match="a bug"):
+            train.main(["--task", "sort", "--steps", "3", "--out", str(tmp_path), *SMALL])
+    else:
+        result, out, err = run_main(capsys, "--task", "sort", "--steps", "3", "--out", str(tmp_path), *SMALL)
+        assert result == code and said in one_line(err) and "was kept as" not in out
+        if code == 1:
+            assert f"no checkpoint of this run was written, and {tmp_path / CHECKPOINT} still holds the earlier " \
+                   "run's" in err
+    monkeypatch.undo()
+    assert md5(tmp_path / CHECKPOINT) == before  # byte for byte the earlier run's
+    assert sorted(os.listdir(tmp_path)) == [CHECKPOINT, run.LOCK]  # no temporary file, no kept copy of it
+    assert load_checkpoint(str(tmp_path))["step"] == 2
+    assert run_main(capsys, "sample", "--out", str(tmp_path), "--max-new-tokens", "4")[0] == 0
+    assert run_main(capsys, "--resume", "--steps", "3", "--out", str(tmp_path))[0] == 0
+
+
+def test_the_earlier_checkpoint_goes_aside_when_the_first_new_one_is_saved(tmp_path, capsys, monkeypatch):
+    assert run_main(capsys, "--task", "sort", "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
+    before = md5(tmp_path / CHECKPOINT)
+    arrays = len(np.load(tmp_path / CHECKPOINT).files)  # one write_array call per entry of a checkpoint
+    fail_on_write(monkeypatch, arrays + 3, OSError(28, "No space left on device"))  # in the second new checkpoint
+    code, out, err = run_main(capsys, "--task", "sort", "--steps", "4", "--checkpoint-interval", "1", "--out",
+                              str(tmp_path), *SMALL)
+    monkeypatch.undo()
+    [kept] = re.findall(r"note: the earlier \S+ was kept as (ckpt-[\d-]+\.npz)", out)
+    assert code == 1 and f"the last good checkpoint, step 1, is kept in {tmp_path / CHECKPOINT}" in one_line(err)
+    assert md5(tmp_path / kept) == before and sorted(os.listdir(tmp_path)) == sorted([CHECKPOINT, kept, run.LOCK])
+    assert load_checkpoint(str(tmp_path))["step"] == 1
+
+
+def test_a_pipe_closed_by_its_reader_stops_the_run_in_one_line_and_keeps_the_checkpoint(tmp_path, capsys):
+    """`python train.py | head -2` exited 1 with nothing on stderr, the earlier checkpoint already moved aside."""
+    assert run_main(capsys, "--task", "sort", "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
+    before = md5(tmp_path / CHECKPOINT)
+    proc = subprocess.Popen([sys.executable, "train.py", "--task", "sort", "--steps", "400", "--out", str(tmp_path),
+                             *SMALL, "--eval-interval", "1", "--eval-iters", "1"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    head = [proc.stdout.readline() for _ in range(2)]  # as `| head -2` reads
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.wait(timeout=120)
+    assert head[0].startswith("task sort") and head[1].startswith("model: ")
+    assert proc.returncode == 1 and "Traceback" not in err
+    line = one_line(err.split("\r")[-1])  # after the progress bar, if it drew
+    assert "the output was closed by its reader (a pipe such as `| head`), so the run stopped" in line
+    if md5(tmp_path / CHECKPOINT) == before:  # stopped before its first checkpoint: the earlier one is in place
+        assert f"{tmp_path / CHECKPOINT} still holds the earlier run's" in line
+    else:
+        assert "the last good checkpoint, step" in line
+    assert load_checkpoint(str(tmp_path))["step"] >= 1
+    assert run_main(capsys, "sample", "--out", str(tmp_path), "--max-new-tokens", "4")[0] == 0
+
+
+def test_sigterm_saves_a_fresh_run_and_keeps_the_earlier_checkpoint(tmp_path, capsys):
+    assert run_main(capsys, "--task", "sort", "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
+    before = md5(tmp_path / CHECKPOINT)
+    proc = subprocess.Popen([sys.executable, "train.py", "--task", "sort", "--steps", "100000", "--out", str(tmp_path),
+                             *SMALL], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    while not proc.stdout.readline().startswith("model: "):  # training has begun
+        pass
+    proc.send_signal(signal.SIGTERM)
+    out = proc.stdout.read()
+    proc.wait(timeout=120)
+    assert proc.returncode == 130, out
+    [kept] = re.findall(r"note: the earlier \S+ was kept as (ckpt-[\d-]+\.npz)", out)
+    step = int(re.search(r"stopped at step (\d+); checkpoint saved", out).group(1))
+    assert md5(tmp_path / kept) == before and load_checkpoint(str(tmp_path))["step"] == step
+
+
+# ---- resuming, flags and --data as a new user meets them ----
+
+def test_resume_to_fewer_steps_than_the_checkpoint_is_refused_and_to_as_many_trains_nothing(tmp_path, capsys):
+    assert run_main(capsys, "--task", "sort", "--steps", "3", "--out", str(tmp_path), *SMALL)[0] == 0
+    before = md5(tmp_path / CHECKPOINT)
+    code, out, err = run_main(capsys, "--resume", "--steps", "1", "--out", str(tmp_path))
+    assert code == 2 and out == "" and one_line(err) == (
+        "train.py: error: --steps 1 is fewer than the checkpoint's 3 steps: --steps counts every step of the run, "
+        "those before --resume too; to train 1 more, give --steps 4")
+    code, out, err = run_main(capsys, "--resume", "--steps", "3", "--out", str(tmp_path))
+    assert code == 0 and err == "" and "nan" not in out and "final:" not in out
+    assert out.strip() == f"resumed from {tmp_path / CHECKPOINT} at step 3: --steps 3 is already reached, nothing " \
+                          "to train; a larger --steps trains on"
+    assert md5(tmp_path / CHECKPOINT) == before
+
+
+def test_a_flag_is_taken_only_as_written(tmp_path, capsys):
+    """argparse's prefix matching took --step 5 as --steps 5 (and --n 5 would be ambiguous, --dat x --data x)."""
+    for command in ([], ["sample"], ["explain"]):
+        with pytest.raises(SystemExit) as stop:
+            train.main([*command, "--out", str(tmp_path), "--step" if not command else "--promp", "5"])
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert stop.value.code == 2 and "unrecognized arguments: " in err
+        assert f"(did you mean {'--steps' if not command else '--prompt'}? flags are taken only as written)" in err
+    assert not os.listdir(tmp_path)
+
+
+def test_resume_names_what_the_checkpoint_had_where_a_model_flag_differs(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    small = SMALL[SMALL.index("--n-layer"):]  # the preset's width and heads
+    assert run_main(capsys, "--task", "sort", "--steps", "2", "--out", out, *small)[0] == 0
+    code, _, err = run_main(capsys, "--resume", "--n-embd", "128", "--out", out)
+    assert code == 2 and one_line(err) == ("train.py: error: --n-embd 128 differs from the checkpoint's 64 (--preset "
+                                           "tiny); drop the flag to resume, or start a new run with another --out")
+    code, _, err = run_main(capsys, "--resume", "--block-size", "9", "--out", out)
+    assert code == 2 and "--block-size 9 differs from the checkpoint's none (the task's length)" in one_line(err)
+    assert run_main(capsys, "--resume", "--n-embd", "64", "--steps", "3", "--out", out)[0] == 0  # the same width
+
+
+@pytest.mark.parametrize("data, message", [
+    ("folder", "--data {tmp}/folder is a folder; give a text file, such as {tmp}/folder/input.txt"),
+    ("empty.txt", "--data {tmp}/empty.txt is empty; give a file with the text to learn from"),
+    (None, "--task text needs --data FILE: the UTF-8 text to learn from (nanoGPT's input.txt)"),
+])
+def test_data_that_cannot_be_learnt_from_is_named_with_its_flag(tmp_path, capsys, data, message):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "empty.txt").write_bytes(b"")
+    argv = ["--task", "text", *(["--data", str(tmp_path / data)] if data else []), "--out", str(tmp_path / "run")]
+    code, out, err = run_main(capsys, *argv)
+    assert code == 2 and out == "" and one_line(err) == f"train.py: error: {message.format(tmp=tmp_path)}"
+    assert not (tmp_path / "run").exists()
 
 
 # ---- the text task's tokenizer ----

@@ -56,6 +56,22 @@ def test_default_collate_of_dicts_numbers_strings_and_bools_as_torch():
         default_collate([[1, 2], [3]])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int32", "int64", "int16", "uint8", "bool"])
+def test_default_collate_keeps_a_numpy_scalar_s_dtype_as_torch(dtype):
+    values = np.array([1.5, 0.0, -2.0]).astype(dtype)
+    items = [(value, {"x": value}) for value in values]  # np.float32 etc., bare and inside a dict
+    assert described(default_collate(items)) == described(tdata.default_collate(items))
+    assert default_collate(list(values)).dtype == values.dtype
+
+
+def test_a_shuffled_loader_of_an_empty_dataset_is_refused_when_made_as_torch():
+    with pytest.raises(ValueError, match="num_samples should be a positive integer"):
+        tdata.DataLoader([], shuffle=True)
+    with pytest.raises(ValueError, match=r"num_samples should be a positive integer, got 0 \(the dataset is empty\)"):
+        DataLoader([], shuffle=True)
+    assert list(DataLoader([])) == list(tdata.DataLoader([])) == []  # in order, an empty dataset gives no batch
+
+
 def test_collate_fn_and_no_batching():
     data = TensorDataset(mg.arange(6))
     assert [b for b in DataLoader(data, batch_size=4, collate_fn=lambda items: len(items))] == [4, 2]

@@ -390,6 +390,9 @@ def test_the_target_is_the_next_token_else_the_model_s_guess():
 @pytest.mark.parametrize("flags, message", [
     (["--graph", "{tmp}/g.txt"], "--graph {tmp}/g.txt: the file's suffix picks the picture, one of .dot, .svg, .png"),
     (["--graph", "{tmp}/no/g.dot"], "does not exist"),
+    (["--graph", ""], "--graph '': the file name is empty; give one, such as --graph attention.svg"),
+    (["--html", ""], "--html '': the file name is empty; give one, such as --html attention.html"),
+    (["--png", " "], "--png ' ': the file name is empty; give one, such as --png attention.png"),  # before matplotlib
     (["--target", "3"], "--target chooses what the gradients of --graph and --html are of; give one of them"),
     (["--graph", "{tmp}/g.dot", "--query", "9"], "--query 9 is out of range: this model/prompt has 0 to 7"),
     (["--graph", "{tmp}/g.dot", "--target", "小明 讀"], "is 2 tokens of this model; give one token"),

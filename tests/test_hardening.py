@@ -7,6 +7,7 @@ values and crafted files. PyTorch gives the reference values where it is install
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -681,6 +682,54 @@ def test_saved_file_gets_the_users_umask(umask, tmp_path) -> None:
     finally:
         os.umask(previous)
     assert stat.S_IMODE(os.stat(tmp_path / "ckpt.npz").st_mode) == 0o666 & ~umask
+
+
+def torch_or_mg_save(save_with: str):
+    if save_with == "torch":
+        if torch is None:
+            pytest.skip("PyTorch is not installed: pip install 'minigrad[torch]'")
+        return lambda tree, path: torch.save(tree, path)
+    return mg.save
+
+
+@pytest.mark.parametrize("save_with", ["minigrad", "torch"])
+def test_a_file_saved_over_keeps_its_mode_as_torch_save(save_with, tmp_path) -> None:
+    save, path = torch_or_mg_save(save_with), tmp_path / "ckpt.npz"
+    save({"w": np.zeros(2)}, path)
+    os.chmod(path, 0o600)  # a checkpoint the user keeps private
+    save({"w": np.ones(2)}, path)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and os.listdir(tmp_path) == ["ckpt.npz"]
+    if save_with == "minigrad":
+        np.testing.assert_array_equal(mg.load(path)["w"], np.ones(2))
+
+
+@pytest.mark.parametrize("save_with", ["minigrad", "torch"])
+def test_a_save_through_a_symlink_writes_its_target_and_keeps_the_link_as_torch_save(save_with, tmp_path) -> None:
+    save = torch_or_mg_save(save_with)
+    (tmp_path / "runs").mkdir()
+    target, link = tmp_path / "runs" / "best.npz", tmp_path / "ckpt.npz"
+    save({"w": np.zeros(2)}, target)
+    os.chmod(target, 0o640)
+    link.symlink_to(os.path.join("runs", "best.npz"))  # a relative link, as `ln -s runs/best.npz ckpt.npz` makes
+    save({"w": np.arange(3.0)}, link)
+    assert link.is_symlink() and os.readlink(link) == os.path.join("runs", "best.npz")
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o640
+    assert sorted(os.listdir(tmp_path / "runs")) == ["best.npz"] and sorted(os.listdir(tmp_path)) == ["ckpt.npz",
+                                                                                                       "runs"]
+    if save_with == "minigrad":  # the target holds the new values: read through the link and directly, same bytes
+        assert target.read_bytes() == link.read_bytes()
+        np.testing.assert_array_equal(mg.load(target)["w"], np.arange(3.0))
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root may write a read-only file")
+def test_a_read_only_file_is_refused_and_left_as_it_was(tmp_path) -> None:
+    path = tmp_path / "ckpt.npz"
+    mg.save({"w": np.zeros(2)}, path)
+    os.chmod(path, 0o444)
+    before = hashlib.md5(path.read_bytes()).hexdigest()
+    with pytest.raises(PermissionError, match="read-only \\(mode 444\\)"):  # as open(path, "wb") in torch.save
+        mg.save({"w": np.ones(2)}, path)
+    assert hashlib.md5(path.read_bytes()).hexdigest() == before and os.listdir(tmp_path) == ["ckpt.npz"]
 
 
 # ---- mg.load of crafted files ----

@@ -5,6 +5,8 @@ code runs, bit for bit. Without Numba only the switch's refusal is tested."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 
 import numpy as np
@@ -226,10 +228,45 @@ def test_inside_compiled_numpy_s_blas_runs_on_one_thread_and_gets_its_threads_ba
     assert blas_threads() == before
 
 
+
+@needs_numba
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_users_blas_cap_is_set_aside_inside_compiled_and_given_back_after(nested):
+    """threadpool_limits(limits=2) before mg.compiled() (as benchmark scripts and scikit-learn pipelines cap the BLAS)
+    made the main thread threadpoolctl's controller of OpenBLAS, and mg.compiled()'s setting, from a thread of its
+    own, was skipped: OpenBLAS stayed on the cap's two threads beside the kernels' (issue 53)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl", reason="threadpoolctl sets and reads the BLAS's threads")
+    if "OpenBLAS" not in kernels.SGEMMS:
+        pytest.skip("no thread-safe Numba threading layer or no OpenBLAS here: the BLAS keeps its threads")
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["internal_api"] == "openblas"]
+
+    before = blas_threads()
+    cap = threadpoolctl.threadpool_limits(limits=2, user_api="blas")  # no `with`: the cap stays, as a script sets it
+    try:
+        assert blas_threads() == [2] * len(before)
+        with mg.compiled() if nested else contextlib.nullcontext():  # inside an enclosing switch
+            with mg.compiled():
+                assert blas_threads() == [1] * len(before)  # the BLAS at its intended count, the cap set aside
+                if not nested:
+                    assert "NumPy's OpenBLAS set from 2 threads to 1 meanwhile" in kernels.describe()
+            assert blas_threads() == ([1] if nested else [2]) * len(before)
+        assert blas_threads() == [2] * len(before)  # back at the user's cap, exactly
+    finally:
+        cap.restore_original_limits()
+    assert blas_threads() == before  # and the user's own restore still takes
+
+
 TWO_THREADS = """
+import sys
 import threading
 import minigrad as mg
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
+
+if sys.argv[1:] == ["capped"]:
+    threadpool_limits(limits=2, user_api="blas")  # by the main thread, which stays alive: threadpoolctl's controller
+inside = []
 
 def blas():
     return [i["num_threads"] for i in threadpool_info() if i["internal_api"] == "openblas"]
@@ -243,6 +280,7 @@ def a(a_in, b_in, a_out):
 def b(a_in, b_in, a_out):
     a_in.wait(5)
     with mg.compiled():
+        inside.append(blas())
         b_in.set()
         a_out.wait(5)
 
@@ -255,7 +293,7 @@ for _ in range(10):
     for t in threads:
         t.join(10)
     restored += blas() == before
-print(restored)
+print(all(count == [1] * len(before) for count in inside), restored)
 """
 
 
@@ -269,9 +307,12 @@ def test_blas_threads_come_back_when_the_last_of_two_threads_leaves_compiled():
         pytest.skip("no thread-safe Numba threading layer or no OpenBLAS here: the BLAS keeps its threads")
     import subprocess
 
-    run = subprocess.run([sys.executable, "-c", TWO_THREADS], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.split()[-1] == "10"
+    # as it is; after a cap set by the main thread; under a cap set by the environment (issue 53)
+    for cap, env in (([], {}), (["capped"], {}), ([], {"OPENBLAS_NUM_THREADS": "2"})):
+        run = subprocess.run([sys.executable, "-c", TWO_THREADS, *cap], capture_output=True, text=True, timeout=120,
+                             env={**os.environ, **env})
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.split()[-2:] == ["True", "10"], (cap, env, run.stdout)  # one BLAS thread inside, all back
 
 
 @needs_numba

@@ -165,3 +165,91 @@ def test_the_small_layers_compute_what_torch_s_do():
         out, t_out = layer(mg.tensor(x)), t_layer(torch.from_numpy(x))
         assert out.shape == tuple(t_out.shape)
         np.testing.assert_allclose(out.numpy(), t_out.numpy(), rtol=1e-12)
+
+
+# ---- a module under two names, containers sliced and grown, load_state_dict(strict=False) ----
+
+def shared_twice(lib):
+    """A model holding one Linear under two names, as a tied layer is: (model, torch-or-minigrad nn)."""
+    model = lib.nn.Module() if lib is torch else nn.Module()
+    layer = lib.nn.Linear(2, 2) if lib is torch else nn.Linear(2, 2)
+    model.first, model.again = layer, layer
+    model.last = lib.nn.ReLU() if lib is torch else nn.ReLU()
+    return model
+
+
+def test_a_module_under_two_names_is_one_child_and_applied_once_as_torch():
+    model, t_model = shared_twice(mg), shared_twice(torch)
+    assert [n for n, _ in model.named_children()] == [n for n, _ in t_model.named_children()] == ["first", "last"]
+    assert len(list(model.children())) == len(list(t_model.children())) == 2
+    assert len(list(model.modules())) == len(list(t_model.modules())) == 3
+    seen, t_seen = [], []
+    model.apply(lambda m: seen.append(type(m).__name__))
+    t_model.apply(lambda m: t_seen.append(type(m).__name__))
+    assert seen == t_seen == ["Linear", "ReLU", "Module"]
+
+
+def test_slices_of_sequential_and_module_list_are_containers_of_their_class_as_torch():
+    layers = [nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1)]
+    t_layers = [torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1)]
+    seq, t_seq = nn.Sequential(*layers), torch.nn.Sequential(*t_layers)
+    for s in [slice(None, -1), slice(1, None), slice(None, None, 2)]:
+        part, t_part = seq[s], t_seq[s]
+        assert type(part) is nn.Sequential and list(part.state_dict()) == list(t_part.state_dict())
+        assert list(part) == layers[s]  # the modules themselves, not copies
+        listed, t_listed = nn.ModuleList(layers)[s], torch.nn.ModuleList(t_layers)[s]
+        assert type(listed) is nn.ModuleList and list(listed.state_dict()) == list(t_listed.state_dict())
+    x = np.random.default_rng(0).standard_normal((4, 2)).astype(np.float32)
+    np.testing.assert_allclose(seq[:-1](mg.tensor(x)).numpy(), layers[1](layers[0](mg.tensor(x))).numpy())
+    assert seq[-1] is layers[-1] and nn.ModuleList(layers)[1] is layers[1]  # an index is still the module
+
+
+def test_module_list_and_sequential_grow_and_return_as_torch():
+    a, b, c = nn.Linear(1, 1), nn.ReLU(), nn.Tanh()
+    listed = nn.ModuleList([a])
+    assert listed.append(b) is listed and listed.extend([c]) is listed  # torch's return self, so calls chain
+    t_listed = torch.nn.ModuleList([torch.nn.Linear(1, 1)])
+    assert t_listed.append(torch.nn.ReLU()) is t_listed and t_listed.extend([torch.nn.Tanh()]) is t_listed
+    assert listed.insert(1, nn.GELU()) is None and t_listed.insert(1, torch.nn.GELU()) is None
+    assert [type(m).__name__ for m in listed] == [type(m).__name__ for m in t_listed] == \
+        ["Linear", "GELU", "ReLU", "Tanh"]
+    assert list(listed._modules) == list(t_listed._modules) == ["0", "1", "2", "3"]
+    assert listed[0] is a and listed[2] is b and listed[3] is c
+    seq = nn.Sequential(a)
+    assert seq.append(b) is seq and seq.insert(0, c) is seq and seq.extend([nn.GELU()]) is seq
+    assert [type(m).__name__ for m in seq] == ["Tanh", "Linear", "ReLU", "GELU"]
+
+
+def mlp(lib, seed):
+    if lib is torch:
+        torch.manual_seed(seed)
+        return torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1)).double()
+    mg.manual_seed(seed)
+    return nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1)).to(mg.float64)
+
+
+def test_load_state_dict_strict_false_loads_what_matches_and_returns_the_keys_as_torch():
+    source = mlp(mg, 1).state_dict()
+    state = {k: v.copy() for k, v in source.items() if k != "2.bias"} | {"head.weight": np.zeros((1, 3))}
+    model, t_model = mlp(mg, 2), mlp(torch, 2)
+    bias_before = model[2].bias.numpy()
+    result = model.load_state_dict(state, strict=False)
+    t_result = t_model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()}, strict=False)
+    assert result == t_result == (["2.bias"], ["head.weight"])
+    assert (result.missing_keys, result.unexpected_keys) == (t_result.missing_keys, t_result.unexpected_keys)
+    for name, value in model.state_dict().items():  # what matched is loaded, the rest left as it was
+        np.testing.assert_array_equal(value, state[name] if name in state else bias_before)
+    full = model.load_state_dict(source)  # strict: returns the empty lists, as torch's
+    assert full == t_model.load_state_dict({k: torch.from_numpy(v) for k, v in source.items()}) == ([], [])
+    assert repr(full) == "<All keys matched successfully>"
+
+
+def test_load_state_dict_strict_false_still_refuses_a_wrong_shape_and_leaves_the_model():
+    model = mlp(mg, 3)
+    before = {k: v.copy() for k, v in model.state_dict().items()}
+    with pytest.raises(ValueError, match=r"wrong shapes \(0.weight: saved \(2, 2\), model \(3, 2\)\)"):
+        model.load_state_dict({"0.weight": np.zeros((2, 2)), "2.bias": np.ones(1)}, strict=False)
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(value, before[name])
+    with pytest.raises(RuntimeError, match="size mismatch"):  # torch refuses too
+        mlp(torch, 3).load_state_dict({"0.weight": torch.zeros(2, 2)}, strict=False)

@@ -30,3 +30,13 @@ def test_the_license_file_pyproject_names_exists_and_is_mit() -> None:
     assert project["license"] == "MIT"
     for name in project["license-files"]:
         assert (REPO / name).read_text().startswith("MIT License\n")
+
+
+def test_the_version_is_one_number_in_pyproject_mg_and_the_changelog() -> None:
+    import minigrad as mg
+
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert mg.__version__ == version
+    releases = [line for line in (REPO / "CHANGELOG.md").read_text().splitlines() if line.startswith("## ")]
+    assert releases[0] == "## Unreleased"  # what follows the release collects here
+    assert releases[1].startswith(f"## {version} (")  # the newest release is the one pyproject.toml names

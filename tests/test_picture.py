@@ -7,6 +7,7 @@ import html
 import importlib.util
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -136,7 +137,7 @@ def test_inputs_cut_the_graph_where_it_starts_and_names_show_on_intermediate_ten
     assert nodes[f"t{id(b.grad_fn)}"].startswith("b\\n(2,) float32\\ngrad: not kept")
     assert sorted(label for node, label in nodes.items() if node.startswith("n")) == \
         ["Add", "Exp\\n(saved arrays freed by backward)", "Sum"]
-    assert "  graph [label=\"from 'a'\\nto c\" labelloc=\"t\"" in source  # quotes made safe, a line each
+    assert '  graph [label="from \\"a\\"\\nto c" labelloc="t"' in source  # quotes escaped, a line each
 
 
 def test_the_docs_picture_shows_what_the_script_draws_now():
@@ -152,3 +153,41 @@ def test_the_docs_picture_shows_what_the_script_draws_now():
     shown = [html.unescape(text).replace("\xa0", " ") for text in texts]  # Graphviz writes two spaces as " &#160;"
     assert sorted(shown) == sorted(lines)
     assert "grad [ 0.495 , -0.495 ,  0.    ," in source  # the masked score's gradient: exactly 0
+
+
+# DOT's tokens, as Graphviz's scanner reads them: a quoted string ends at the first quote not escaped by a backslash
+# (a backslash before a backslash is a pair); anything else outside the listed tokens is a syntax error
+DOT_TOKEN = re.compile(r'\s+|"(?:\\\\|\\"|[^"\\]|\\(?![\\"]))*"|->|[{}\[\]=;,]|[A-Za-z_][A-Za-z_0-9]*|-?\d+(?:\.\d*)?')
+
+
+def dot_labels(source: str) -> list[str]:
+    """Every quoted string of a DOT text, as Graphviz shows it (\\\\ a backslash, \\" a quote, \\n a new line);
+    fails where the text does not scan."""
+    position, labels = 0, []
+    while position < len(source):
+        token = DOT_TOKEN.match(source, position)
+        assert token, f"DOT does not scan at {position}: {source[position:position + 40]!r}"
+        if token.group().startswith('"'):
+            labels.append(re.sub(r'\\(.)', lambda m: {"n": "\n"}.get(m[1], m[1]), token.group()[1:-1]))
+        position = token.end()
+    return labels
+
+
+def test_user_text_with_backslashes_and_quotes_gives_dot_that_parses_and_shows_it(tmp_path):
+    x = mg.tensor([1.0, 2.0], requires_grad=True)
+    reversed_ = type('Rev"erse\\', (mg.autograd.Function,), {  # a class of the user's, named anything
+        "forward": staticmethod(lambda ctx, t: -t), "backward": staticmethod(lambda ctx, dout: -dout)})
+    y = (reversed_.apply(x) * 2).sum()
+    title, name = 'C:\\runs\\', 'x "the input" \\'
+    source = mg.draw(y, params={name: x}, title=title + '\nsay "hi"').source
+    labels = dot_labels(source)
+    assert title + '\nsay "hi"' in labels and any(label.startswith(name + "\n") for label in labels)
+    assert 'Rev"erse\\Backward' in labels  # its node, named as PyTorch names it
+    assert mg.draw(y, title="C:\\runs\\").source.count('"C:\\\\runs\\\\"') == 1  # the trailing backslash doubled
+    with pytest.raises(AssertionError, match="does not scan"):  # the check itself refuses what mg.draw wrote before
+        dot_labels('digraph {\n  graph [label="C:\\runs\\"]\n}')
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz's dot program is not installed (apt-get install graphviz): the strict scan was checked")
+    svg = subprocess.run(["dot", "-Tsvg"], input=source, capture_output=True, text=True, check=True).stdout
+    shown = [html.unescape(t) for t in re.findall(r"<text[^>]*>(.*?)</text>", svg)]
+    assert "C:\\runs\\" in shown and 'say "hi"' in shown and 'Rev"erse\\Backward' in shown

@@ -50,3 +50,26 @@ def test_what_it_does_not_keep_is_refused_in_one_line(tmp_path):
     with pytest.raises(AttributeError):
         writer.no_such_thing  # noqa: B018
     writer.close()
+
+
+def strict(line):
+    """json.loads that refuses what JSON does not have (NaN, Infinity), as a strict parser (JavaScript's) does."""
+    def refuse(name):
+        raise ValueError(f"not JSON: {name}")
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_nan_and_infinities_are_written_as_strict_json_strings_that_float_reads_back(tmp_path):
+    values = [float("nan"), float("inf"), -float("inf"), np.float32("nan"), mg.tensor(float("-inf")), 0.5]
+    with SummaryWriter(log_dir=str(tmp_path)) as writer:
+        for step, value in enumerate(values):
+            writer.add_scalar("loss", value, step, walltime=float(step))
+        writer.add_scalar("loss", 1.0, 9, walltime=float("inf"))
+    with open(tmp_path / "scalars.jsonl", encoding="utf-8") as f:
+        records = [strict(line) for line in f]
+    assert [r["value"] for r in records] == ["NaN", "Infinity", "-Infinity", "NaN", "-Infinity", 0.5, 1.0]
+    back = np.array([float(r["value"]) for r in records])
+    np.testing.assert_array_equal(back, [np.nan, np.inf, -np.inf, np.nan, -np.inf, 0.5, 1.0])  # NaN equal to NaN
+    assert [r["walltime"] for r in records] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, "Infinity"]
+    with pytest.raises(ValueError, match="not JSON: NaN"):  # the check itself refuses what json.dumps writes
+        strict(json.dumps({"value": float("nan")}))

@@ -64,9 +64,9 @@ def test_default_run_prints_samples_and_explanation(tmp_path, capsys):
     (["--n-head", "0"], "n_head must be a positive integer"),
     (["--arch", "llama", "--n-embd", "12", "--n-head", "4"], "head size n_embd // n_head = 3 must be even"),
     (["--dropout", "1.5"], "dropout must be in [0, 1)"),
-    (["--task", "text", "--data", "/no/such/file.txt"], "not found"),
-    (["--task", "text"], "needs a UTF-8 file: --data FILE"),
-    (["--data", "README.md"], "--data (data=) is only for the text task"),
+    (["--task", "text", "--data", "/no/such/file.txt"], "--data /no/such/file.txt: no such file"),
+    (["--task", "text"], "--task text needs --data FILE: the UTF-8 text to learn from"),
+    (["--data", "README.md"], "--data README.md: --data is for --task text; task 'sentences' makes its own examples"),
     (["--block-size", "3"], "too small"),
     (["--device", "cuda"], "cuda"),
     (["--steps", "0"], "must be positive"),
@@ -321,8 +321,8 @@ def test_killed_run_leaves_the_last_checkpoint_readable_and_its_folder_free(tmp_
     ckpt = load_checkpoint(str(tmp_path))
     assert ckpt["step"] >= 1 and "model" in ckpt
     assert (tmp_path / run.LOCK).read_text().strip() == str(proc.pid)  # left behind, but no longer locked
-    third = subprocess.run([sys.executable, "train.py", "--resume", "--steps", "1", "--out", str(tmp_path)],
-                           cwd=ROOT, capture_output=True, text=True, timeout=60)
+    third = subprocess.run([sys.executable, "train.py", "--resume", "--steps", str(ckpt["step"]), "--out",
+                            str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert third.returncode == 0 and "already reached" in third.stdout, third.stderr
 
 

@@ -11,7 +11,7 @@ import math
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -217,15 +217,21 @@ class Module:
         return (m for _, m in self.named_modules())
 
     def children(self) -> Iterator[Module]:
-        """The modules assigned to this one (not theirs)."""
-        return iter(self._modules.values())
+        """The modules assigned to this one (not theirs), each once."""
+        return (m for _, m in self.named_children())
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
-        """(name, module) for each module assigned to this one (not theirs)."""
-        return iter(self._modules.items())
+        """(name, module) for each module assigned to this one (not theirs); one assigned under two names is listed
+        once, under the first, as in PyTorch."""
+        seen: set[int] = set()
+        for name, m in self._modules.items():
+            if id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
 
     def apply(self, fn: Callable[[Module], Any]) -> Module:
-        """Call fn on every submodule, then on this module (as torch's Module.apply; for an init of your own)."""
+        """Call fn on every child's submodules and the child, then on this module (as torch's Module.apply; for an
+        init of your own). Through children(): a child under two names is visited once."""
         for m in self.children():
             m.apply(fn)
         fn(self)
@@ -293,13 +299,16 @@ class Module:
                                                                      if k not in m._non_persistent_buffers)],
                           remove_duplicate=False)
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> IncompatibleKeys:
         """Copy `state` into the parameters and persistent buffers (converted to their dtype), after checking every
-        key, shape and dtype: on any mismatch a ValueError names the keys at fault and the model is left untouched."""
+        key, shape and dtype: on any mismatch a ValueError names the keys at fault and the model is left untouched.
+        strict=False loads the keys both have and lets the others be (a wrong shape or dtype is still refused).
+        Returns (missing_keys, unexpected_keys), as PyTorch's, in the model's and in `state`'s order."""
         own = dict(self._saved_tensors())
-        state = _with_tied_keys(type(self).__name__, own, state)
-        missing = sorted(own.keys() - state.keys())
-        unexpected = sorted(state.keys() - own.keys())
+        if strict:
+            state = _with_tied_keys(type(self).__name__, own, state)
+        missing = [k for k in own if k not in state]
+        unexpected = [k for k in state if k not in own]
         wrong_values, wrong_shapes = [], []
         for k in sorted(own.keys() & state.keys()):
             value = state[k]
@@ -309,15 +318,29 @@ class Module:
                 wrong_values.append(f"{k}: dtype {value.dtype} is not a number type")
             elif tuple(value.shape) != own[k].shape:
                 wrong_shapes.append(f"{k}: saved {tuple(value.shape)}, model {own[k].shape}")
-        problems = ([f"missing keys {missing}"] if missing else []) + \
-                   ([f"unexpected keys {unexpected}"] if unexpected else []) + \
+        problems = ([f"missing keys {sorted(missing)}"] if missing and strict else []) + \
+                   ([f"unexpected keys {sorted(unexpected)}"] if unexpected and strict else []) + \
                    ([f"wrong shapes ({'; '.join(wrong_shapes)})"] if wrong_shapes else []) + \
                    ([f"wrong values ({'; '.join(wrong_values)})"] if wrong_values else [])
         if problems:
             raise ValueError(f"load_state_dict({type(self).__name__}): " + ", ".join(problems))
         with no_grad():  # into the parameters' own memory, as PyTorch's copy_: their views and versions see it
             for name, p in own.items():
-                p.copy_(Tensor.wrap(as_array(state[name], p.dtype, p.device, "load_state_dict")))
+                if name in state:
+                    p.copy_(Tensor.wrap(as_array(state[name], p.dtype, p.device, "load_state_dict")))
+        return IncompatibleKeys(missing, unexpected)
+
+
+class IncompatibleKeys(NamedTuple):
+    """What load_state_dict returns, as PyTorch's: the model's keys `state` lacked, and the keys it had besides."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+    def __repr__(self) -> str:
+        if self == ([], []):
+            return "<All keys matched successfully>"
+        return f"IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
 
 
 def _with_tied_keys(where: str, own: dict[str, Tensor], state: dict[str, Any]) -> dict[str, Any]:
@@ -531,10 +554,27 @@ class ModuleList(Module):
         for m in modules or []:
             self.append(m)
 
-    def append(self, module: Module) -> None:
+    def append(self, module: Module) -> ModuleList:
+        """Add module at the end; returns the list, as PyTorch's, so that calls chain."""
         setattr(self, str(len(self._modules)), module)
+        return self
 
-    def __getitem__(self, i: int) -> Module:
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index: int, module: Module) -> None:
+        """Put module before index, as list.insert; the modules after it move one key up."""
+        modules = list(self)
+        modules.insert(index, module)
+        for i, m in enumerate(modules):
+            setattr(self, str(i), m)
+
+    def __getitem__(self, i: int | slice) -> Any:
+        """The module at i; a slice is a ModuleList of those modules, numbered from 0, as PyTorch's."""
+        if isinstance(i, slice):
+            return type(self)(list(self)[i])
         return list(self._modules.values())[i]
 
     def __len__(self) -> int:
@@ -564,6 +604,20 @@ class Sequential(ModuleList):
         super().__init__(list(modules))
 
     __repr__ = Module.__repr__  # each child on its own line, as PyTorch's Sequential
+
+    def __getitem__(self, i: int | slice) -> Any:
+        """The module at i; a slice is a Sequential of those modules under their own keys, as PyTorch's
+        (seq[1:].state_dict() has 1.weight, ...)."""
+        if not isinstance(i, slice):
+            return super().__getitem__(i)
+        part = type(self)()
+        for key, m in list(self._modules.items())[i]:
+            setattr(part, key, m)
+        return part
+
+    def insert(self, index: int, module: Module) -> Sequential:  # PyTorch's Sequential.insert returns it
+        super().insert(index, module)
+        return self
 
     def forward(self, x: Any) -> Any:
         for m in self:

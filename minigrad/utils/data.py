@@ -71,9 +71,10 @@ class RandomSampler(Sampler):
     def __init__(self, data_source: Any, replacement: bool = False, num_samples: int | None = None,
                  generator: Generator | None = None) -> None:
         super().__init__(data_source)
-        if num_samples is not None and (not isinstance(num_samples, int) or num_samples <= 0):
-            raise ValueError(f"RandomSampler: num_samples should be a positive integer, got {num_samples!r}")
         self.replacement, self.requested, self.generator = replacement, num_samples, generator
+        if not isinstance(self.num_samples, int) or self.num_samples <= 0:  # an empty dataset too, as PyTorch's
+            raise ValueError(f"RandomSampler: num_samples should be a positive integer, got {self.num_samples!r}"
+                             + (" (the dataset is empty)" if num_samples is None else ""))
 
     @property
     def num_samples(self) -> int:
@@ -95,14 +96,17 @@ class RandomSampler(Sampler):
 
 def default_collate(batch: Sequence[Any]) -> Any:
     """A list of items as one batch, as PyTorch's default_collate: tensors (and NumPy arrays) stacked along a new first
-    dim, Python ints as int64 and floats as float64, bools as bool; tuples, lists and dicts field by field (a tuple's
+    dim, NumPy scalars in their dtype (float32 stays float32), Python ints as int64 and floats as float64, bools as
+    bool; tuples, lists and dicts field by field (a tuple's
     fields as a list, as PyTorch's; a namedtuple stays one); strings kept as a list."""
     first = batch[0]
     if isinstance(first, Tensor):
         return stack(list(batch))
     if isinstance(first, np.ndarray) and first.dtype.kind in "biuf":
         return stack([tensor(a) for a in batch])
-    if isinstance(first, (bool, np.bool_)):
+    if isinstance(first, np.generic) and first.dtype.kind in "biuf":
+        return tensor(list(batch), dtype=first.dtype)
+    if isinstance(first, bool):
         return tensor(list(batch))
     if isinstance(first, numbers.Integral):
         return tensor(list(batch), dtype="int64")

@@ -1,5 +1,6 @@
 """torch.utils.tensorboard's SummaryWriter, the half a training loop uses: `add_scalar` and `add_scalars` append one
-JSON line per value to `log_dir/scalars.jsonl` ({"tag", "value", "step", "walltime"}), so that makemore's
+JSON line per value to `log_dir/scalars.jsonl` ({"tag", "value", "step", "walltime"}; strict JSON, so a NaN or
+infinite value is the string "NaN", "Infinity" or "-Infinity", which float() reads back), so that makemore's
 `writer.add_scalar("Loss/train", loss.item(), step)` runs unchanged. These are not TensorBoard's event files:
 TensorBoard does not read them; `pandas.read_json(path, lines=True)` or a few lines of Python do. The other `add_*`
 methods (images, histograms, graphs, ...) refuse in one line.
@@ -8,6 +9,7 @@ methods (images, histograms, graphs, ...) refuse in one line.
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import time
@@ -47,9 +49,9 @@ class SummaryWriter:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise TypeError(f"SummaryWriter.add_scalar({tag!r}): the value must be a number or a one-element tensor, "
                             f"got {type(scalar_value).__name__} {scalar_value!r:.40}")
-        record = {"tag": tag, "value": float(value), "step": None if global_step is None else int(global_step),
-                  "walltime": time.time() if walltime is None else float(walltime)}
-        self.file.write(json.dumps(record) + "\n")
+        record = {"tag": tag, "value": as_json(value), "step": None if global_step is None else int(global_step),
+                  "walltime": time.time() if walltime is None else as_json(walltime)}
+        self.file.write(json.dumps(record, allow_nan=False) + "\n")
 
     def add_scalars(self, main_tag: str, tag_scalar_dict: dict[str, Any], global_step: int | None = None,
                     walltime: float | None = None) -> None:
@@ -75,3 +77,10 @@ class SummaryWriter:
                                       f"add_scalars, in {self.__dict__.get('path', 'log_dir/scalars.jsonl')}); for "
                                       f"TensorBoard's other panels use torch.utils.tensorboard itself")
         raise AttributeError(f"'SummaryWriter' object has no attribute {name!r}")
+
+
+def as_json(value: float) -> float | str:
+    """A float as strict JSON holds it: a finite one as a number, NaN and the infinities as the strings that float()
+    and JavaScript's Number() read back ("NaN", "Infinity", "-Infinity"); json.dumps would write bare NaN, not JSON."""
+    value = float(value)
+    return value if math.isfinite(value) else {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[str(value)]
