@@ -1,24 +1,17 @@
 """The autograd core, the file to read first: Tensor (an array that remembers how it was computed), Function (one
-primitive with a hand-written backward, and one node of the graph), grad mode, the graph's order, and Sweep, the
-reverse sweep that every backward runs: x.backward(), backward(inputs=...), mg.autograd.grad() and create_graph=True.
-It imports only the array layer below it (backend, dtypes, arrays). docs/backward.md walks through this file.
+primitive with a hand-written backward, and one node of the graph), grad mode, the graph's order, and Sweep, the one
+reverse sweep that x.backward(), backward(inputs=...), mg.autograd.grad() and create_graph=True all run. It imports
+only the array layer below it (backend, dtypes, arrays). docs/backward.md walks through this file.
 
-What PyTorch's contract adds is called from here, never layered over it. Two kinds of named points:
-- Functions the core calls on one line each, from the table `contract`: each is provided once, when it is imported,
-  by the module that implements it (hooks.py, versions.py, autograd.py), so the core imports none of them; until then
-  each is the core's plain one. In the sweep: `contract.run_hooks` (an edge's hooks), `contract.capture` (a chosen
-  input's gradient, for grad() and backward(inputs=...)), `contract.check_versions` (nothing a node kept was written
-  in place since, before its backward), `contract.differentiable_backward` (a node's backward as recorded ops, under
-  create_graph=True); in Tensor: `contract.node_of` (grad_fn: a stale view's node made again), `contract.share_version`
-  (a leaf made on another tensor's memory shares its version), `contract.chosen_inputs` (backward(inputs=...)).
-- Methods a subclass defines: a Function's `forward` and `backward` (every primitive), `arrays_of` and `made`
-  (versions.py: views brought up to date, versions remembered), `apply` and `__init_subclass__` (a Function written in
-  PyTorch's protocol, custom_function.py, whose apply ends in this apply on its node). Nothing else of Function,
-  Tensor or Sweep is defined again anywhere (tests/test_layout.py walks every subclass to check it).
-mg.Tensor (minigrad/tensor.py) is this Tensor with layers that only add: the legacy constructor (legacy.py defines
-__init__, which this Tensor leaves to the class users get: it makes leaves with Tensor.leaf), hooks (register_hook,
-retain_grad) and versions (_version, detach, writes in place), each a class whose names this Tensor does not have.
-docs/layout.md has the table of the points.
+What PyTorch's contract adds is called from here at named points, never layered over it (docs/layout.md has the
+table). Functions of the table `contract` (at the end), each provided at import by the module that implements it:
+in the sweep an edge's hooks (hooks.py), a chosen input's capture and create_graph's differentiable backward
+(autograd.py), a node's version check (versions.py); in Tensor its grad_fn and a shared version (versions.py) and
+backward(inputs=...) (autograd.py). And methods a subclass defines, the only ones of Function, Tensor and Sweep
+defined again anywhere (tests/test_layout.py checks it): a Function's `forward` and `backward`, `arrays_of` and
+`made` (versions.py), `apply` and `__init_subclass__` (PyTorch's protocol, custom_function.py). mg.Tensor
+(tensor.py) is this Tensor with layers that add methods and replace none: the legacy constructor (legacy.py's
+__init__; this Tensor has none, and makes leaves with Tensor.leaf), hooks (hooks.py) and versions (versions.py).
 """
 
 from __future__ import annotations
@@ -480,29 +473,21 @@ def not_provided(point: str) -> Callable[..., Any]:
 
 
 class Contract:
-    """The table of the core's named points: one function each, called on one line of the core (grep
-    `contract.`), and provided once by the module that implements it, at its import (`core.contract.run_hooks =
-    run_hooks` in hooks.py). The plain versions below let the core run alone: no hooks, no versions."""
+    """The core's table of named points, each a function called on one line of the core (grep `contract.`) and
+    provided once, at its import, by the module that implements it (`core.contract.run_hooks = run_hooks` in
+    hooks.py). The plain versions below let the core run alone: no hooks, no versions."""
 
     __slots__ = ("capture", "check_versions", "chosen_inputs", "differentiable_backward", "node_of", "run_hooks",
                  "share_version")
 
     def __init__(self) -> None:
-        # the sweep's
-        self.run_hooks: Callable[[Function | Tensor, Any], Any] = unchanged  # hooks.py: dout after the edge's hooks
-        self.capture: Callable[[Sweep, Function | Tensor, Any], Any] = not_provided("grad()")  # autograd.py: a
-        # chosen input's gradient into sweep.captured; the dout the sweep goes on with, or None where it stops
-        self.check_versions: Callable[[Function], None] = nothing  # versions.py: refuses a node whose saved arrays
-        # were written in place since
-        self.differentiable_backward: Callable[[Function, Any], Sequence[Any]] = not_provided("create_graph=True")
-        # autograd.py: the node's backward in recorded tensor ops (minigrad/second_order.py)
-        # Tensor's
-        self.node_of: Callable[[Tensor], Function | None] = attrgetter("_grad_fn")  # versions.py: t.grad_fn, a
-        # stale view's made again first
-        self.share_version: Callable[[Tensor, Tensor], None] = nothing  # versions.py: a leaf made on another
-        # tensor's memory counts its writes with it
-        self.chosen_inputs: Callable[[Any], dict[int, Tensor]] = not_provided("backward(inputs=...)")  # autograd.py:
-        # the inputs checked, by the id of the edge that stands for each
+        self.run_hooks = unchanged  # hooks.py: (edge, dout) -> dout after the edge's hooks
+        self.capture = not_provided("grad()")  # autograd.py: (sweep, edge, dout) -> dout to go on with, or None
+        self.check_versions = nothing  # versions.py: (node), which refuses one whose saved arrays were written since
+        self.differentiable_backward = not_provided("create_graph=True")  # autograd.py: (node, dout) -> tensors
+        self.node_of = attrgetter("_grad_fn")  # versions.py: (t) -> t.grad_fn, a stale view's made again first
+        self.share_version = nothing  # versions.py: (leaf, source), made on source's memory: one version counter
+        self.chosen_inputs = not_provided("backward(inputs=...)")  # autograd.py: (inputs) -> {id(edge): tensor}
 
 
 contract = Contract()
