@@ -53,8 +53,8 @@ class Tensor:
     """An n-dimensional array (`array`, NumPy's or CuPy's) that can require a gradient. A tensor computed from
     others by a Function remembers that node (`grad_fn`); a leaf (made by the user: a parameter, an input) has
     none. backward() fills `.grad` of every leaf that requires grad with d(loss)/d(leaf), a tensor of its shape.
-    A leaf is made with Tensor.leaf(data) (mg.tensor calls it); Tensor(...) itself is the class users get's own
-    constructor, PyTorch's legacy one (minigrad/legacy.py)."""
+    A leaf is made with Tensor.leaf(data) (mg.tensor calls it); Tensor(...) is left to the class users get, whose
+    constructor is PyTorch's legacy one (minigrad/legacy.py), so this class defines no __init__."""
 
     backward_hooks: tuple[Callable[..., Any], ...] = ()  # a leaf's hooks (hooks.py registers them, the sweep runs them)
 

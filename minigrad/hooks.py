@@ -55,9 +55,8 @@ def hooks_of(edge: core.Function | core.Tensor) -> tuple[Any, ...]:
 
 def run_hooks(edge: core.Function | core.Tensor, dout: Any) -> Any:
     """The sweep's point at an edge with hooks: the gradient of the tensor `edge` stands for, after its hooks (each
-    may return a replacement). Under
-    create_graph=True dout is a tensor of the gradient's graph: the hooks get it, and a tensor they return stays in
-    the graph."""
+    may return a replacement). Under create_graph=True dout is a tensor of the gradient's graph: the hooks get it,
+    and a tensor they return stays in the graph."""
     graph = isinstance(dout, core.Tensor)
     for hook in hooks_of(edge):
         result = hook(dout if graph else core.TENSOR.wrap(dout, False))
