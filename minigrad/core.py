@@ -337,14 +337,13 @@ class Sweep:
         which = [f"output {i}: " if len(outputs) > 1 else "" for i in range(len(outputs))]
         starts = [self.start(t, g, w) for t, g, w in zip(outputs, gradients, which, strict=True)]
         order = graph_order(*starts)
-        freed = self.targets is not None and any(isinstance(edge, Function) and edge.freed for edge in order)
-        if self.targets is not None:
-            order = self.way_to_targets(order)
+        way = None if self.targets is None else self.way_to_targets(order)  # None: every edge
+        freed = way is not None and any(isinstance(edge, Function) and edge.freed for edge in order)  # by an earlier
         enabled, modes.grad = modes.grad, self.create_graph  # a graph of the gradients only with create_graph=True
         try:
             for edge in reversed(order):
                 dout = self.grads.pop(id(edge), None)
-                if dout is not None:
+                if dout is not None and (way is None or id(edge) in way):
                     self.visit(edge, dout)
         finally:
             modes.grad = enabled
@@ -371,14 +370,14 @@ class Sweep:
         self.add(edge, array)  # two outputs that are one tensor: their gradients add
         return edge
 
-    def way_to_targets(self, order: list[Function | Tensor]) -> list[Function | Tensor]:
-        """The edges of `order` on the way to a target, as PyTorch runs only those: the targets, and each node with
-        an input on the way (noted in self.through)."""
+    def way_to_targets(self, order: list[Function | Tensor]) -> set[int]:
+        """The ids of the edges of `order` on the way to a target, as PyTorch runs only those: the targets, and each
+        node with an input on the way (noted in self.through)."""
         for edge in order:  # each after its inputs
             if isinstance(edge, Function) and any(p is not None and (id(p) in self.targets or id(p) in self.through)
                                                   for p in edge.parents):
                 self.through.add(id(edge))
-        return [edge for edge in order if id(edge) in self.through or id(edge) in self.targets]
+        return self.through | self.targets.keys()
 
     def visit(self, edge: Function | Tensor, dout: Any) -> None:
         """dout, d(loss)/d(the tensor edge stands for), is complete: after the edge's hooks, hand it on to a leaf's
