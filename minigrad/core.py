@@ -1,16 +1,24 @@
 """The autograd core, the file to read first: Tensor (an array that remembers how it was computed), Function (one
-primitive with a hand-written backward, and one node of the graph), grad mode, the graph's order, and the reverse
-sweep that backward() runs. It imports only the array layer below it (backend, dtypes, arrays).
+primitive with a hand-written backward, and one node of the graph), grad mode, the graph's order, and Sweep, the one
+reverse sweep that x.backward(), backward(inputs=...), mg.autograd.grad() and create_graph=True all run. It imports
+only the array layer below it (backend, dtypes, arrays). docs/backward.md walks through this file.
 
-What PyTorch's contract adds (in-place writes and version counters, hooks, autograd.grad, dtype promotion, the
-methods and operators) and the faster implementations plug in at the methods whose docstrings say "extension
-point" (docs/layout.md has the table), from the modules that minigrad/tensor.py assembles mg.Tensor and
-mg.Function from; none of them is needed to follow one training step. docs/backward.md walks through this file.
+What PyTorch's contract adds is called from here at named points, never layered over it (docs/layout.md has the
+table). Functions of the table `contract` (at the end), each provided at import by the module that implements it:
+in the sweep an edge's hooks (hooks.py), a chosen input's capture and create_graph's differentiable backward
+(autograd.py), a node's version check and the count of a write into .grad (versions.py); in Tensor its grad_fn and
+a shared version (versions.py) and backward(inputs=...) (autograd.py). And methods a subclass defines, the only
+ones of Function, Tensor and Sweep defined again anywhere (tests/test_layout.py checks it): a Function's `forward`
+and `backward`, `arrays_of` and `made` (versions.py), `apply` and `__init_subclass__` (PyTorch's protocol,
+custom_function.py). mg.Tensor (tensor.py) is this Tensor with layers that add methods and replace none: the legacy
+constructor (legacy.py's __init__; this Tensor has none, and makes leaves with Tensor.leaf), hooks (hooks.py) and
+versions (versions.py).
 """
 
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any
@@ -45,17 +53,31 @@ def is_grad_enabled() -> bool:
 class Tensor:
     """An n-dimensional array (`array`, NumPy's or CuPy's) that can require a gradient. A tensor computed from
     others by a Function remembers that node (`grad_fn`); a leaf (made by the user: a parameter, an input) has
-    none. backward() fills `.grad` of every leaf that requires grad with d(loss)/d(leaf), a tensor of its shape."""
+    none. backward() fills `.grad` of every leaf that requires grad with d(loss)/d(leaf), a tensor of its shape.
+    A leaf is made with Tensor.leaf(data) (mg.tensor calls it); Tensor(...) is left to the class users get, whose
+    constructor is PyTorch's legacy one (minigrad/legacy.py), so this class defines no __init__."""
 
-    def __init__(self, data: Any, requires_grad: bool = False, dtype: DType | None = None,
-                 device: str | None = None, *, copy: bool = True) -> None:
-        """A new leaf holding a copy of `data`, as torch.tensor makes one; copy=False shares an array that already
-        has the dtype and device asked for, as torch.as_tensor."""
+    mg_backward_hooks: tuple[Callable[..., Any], ...] = ()  # a leaf's hooks (hooks.py registers, the sweep runs them)
+
+    def init_leaf(self, data: Any, requires_grad: bool = False, dtype: DType | None = None,
+                  device: str | None = None, *, copy: bool = True) -> None:
+        """Make this tensor a leaf holding a copy of `data`, as torch.tensor makes one; copy=False shares an array
+        that already has the dtype and device asked for, as torch.as_tensor (and then a tensor's version too)."""
         self.array = as_array(data, dtype, device, copy=copy)
         self._grad: Tensor | None = None
         self._grad_fn: Function | None = None
         self._requires_grad = False
         self.requires_grad = requires_grad  # checked: a bool, for a floating-point tensor
+        if isinstance(data, Tensor) and self.array is data.array:
+            contract.share_version(self, data)  # point: writes through either are seen by both (versions.py)
+
+    @classmethod
+    def leaf(cls, data: Any, requires_grad: bool = False, dtype: DType | None = None, device: str | None = None, *,
+             copy: bool = True) -> Any:
+        """A new leaf holding `data`, as torch.tensor(data) makes one (mg.tensor, as_tensor and from_numpy call it)."""
+        t = cls.__new__(cls)
+        t.init_leaf(data, requires_grad, dtype, device, copy=copy)
+        return t
 
     @classmethod
     def wrap(cls, array: Any, requires_grad: bool = False) -> Tensor:
@@ -80,7 +102,8 @@ class Tensor:
     requires_grad = property(attrgetter("_requires_grad"), _set_requires_grad,
                              doc="Whether backward() reaches this tensor: set on leaves, inherited by what is "
                                  "computed from them")
-    grad_fn = property(attrgetter("_grad_fn"), doc="The node that computed this tensor; None for a leaf")
+    grad_fn = property(lambda self: contract.node_of(self), doc="The node that computed this tensor; None for a leaf "
+                                                                 "(point: a stale view's, made again: versions.py)")
 
     @property
     def is_leaf(self) -> bool:
@@ -93,7 +116,13 @@ class Tensor:
 
     @grad.setter
     def grad(self, grad: Tensor | None) -> None:
-        """x.grad = a tensor of x's shape, dtype and device (or None), as in PyTorch; backward() adds into it."""
+        """x.grad = a tensor of x's shape, dtype and device (or None), as in PyTorch; backward() adds into it. A NumPy
+        or CuPy array, what .grad was before 0.2, is still taken (wrapped, not copied), with a DeprecationWarning."""
+        if grad is not None and not isinstance(grad, Tensor) and backend.is_array(as_writable(grad)):
+            warnings.warn("assigning an array to .grad is deprecated: .grad is a tensor now; assign "
+                          "mg.tensor(array) (or mg.Tensor.wrap(array), which shares it)", DeprecationWarning,
+                          stacklevel=2)
+            grad = TENSOR.wrap(as_writable(grad))
         if grad is not None:
             if not isinstance(grad, Tensor):
                 raise TypeError(f"grad: expected a tensor or None, got {type(grad).__name__}; wrap an array with "
@@ -129,10 +158,19 @@ class Tensor:
     dtype = property(attrgetter("array.dtype"))
     device = property(lambda self: backend.device_of(self.array))
 
-    def backward(self, gradient: Tensor | None = None, retain_graph: bool = False) -> None:
-        """Add d(self)/d(leaf) into `.grad` of every leaf that requires grad; `gradient` is d(loss)/d(self) (None: 1
-        for a scalar). The arrays the graph saved are freed afterwards unless retain_graph=True."""
-        Sweep(retain_graph).run([self], [gradient])
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
+                 inputs: Tensor | Sequence[Tensor] | None = None) -> None:
+        """Add d(self)/d(leaf) into `.grad` of every leaf that requires grad, or only of `inputs` (leaves or not: an
+        intermediate one keeps its .grad from now on, as after retain_grad()); `gradient` is d(loss)/d(self) (None: 1
+        for a scalar). The arrays the graph saved are freed afterwards unless retain_graph=True (by default:
+        create_graph). create_graph=True makes each .grad a tensor of a graph, accumulated out of place, so that it
+        can be differentiated in turn. As torch.Tensor.backward."""
+        targets = None if inputs is None else contract.chosen_inputs(inputs)  # point: checked (autograd.py)
+        sweep = Sweep(bool(create_graph if retain_graph is None else retain_graph), create_graph, targets)
+        sweep.run([self], [gradient])
+        for key, t in (targets or {}).items():  # a chosen leaf's gradient, captured, into its .grad (retain_grad()
+            if key in sweep.captured and t.is_leaf:  # filled a chosen intermediate's during the sweep)
+                sweep.accumulate_grad(t, sweep.captured[key])
 
 
 def as_writable(value: Any) -> Any:
@@ -160,12 +198,11 @@ class Function:
     How to write your own: docs/backward.md, "Writing your own Function".
     """
 
-    # The engine's own attributes on a node start with mg_, so that a Function's own (self.shape in forward, or
-    # ctx.parents in PyTorch's protocol) never collide with them; needs_input_grad is PyTorch's name on ctx.
     mg_parents: tuple[Function | Tensor | None, ...] | None = ()  # per input: the node that computed it, the leaf
     needs_input_grad: tuple[bool, ...] = ()  # itself, or None where no gradient is needed; None once freed
     mg_n_outputs: int | None = None  # how many arrays forward returned in a tuple (split); None: one array
     mg_freed = False  # True once release() dropped what backward needs: a second backward is refused
+    mg_backward_hooks: tuple[Callable[..., Any], ...] = ()  # the hooks of the tensor it computed (hooks.py)
     op = "function"  # the name in error messages, once per subclass: LinearFunction -> "linear"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -282,33 +319,38 @@ FREED = ("backward(): this graph was already used by a backward() call and its s
 
 
 class Sweep:
-    """One reverse-mode pass: the gradient of every edge (a node, or a leaf tensor), from the outputs back. An edge's
-    gradient is complete once every consumer has sent its part, which the graph's order guarantees. The methods
-    marked as extension points are where autograd.py's sweep adds hooks, chosen inputs, version checks, and sums
-    that reuse memory."""
+    """One reverse-mode pass, the one every backward runs: the gradient of every edge (a node, or a leaf tensor),
+    from the outputs back. An edge's gradient is complete once every consumer has sent its part, which the graph's
+    order guarantees. With `targets` (grad() and backward(inputs=...): id of an edge -> the chosen input it stands
+    for), only the edges on the way to them run, and their gradients are captured. create_graph=True: the sweep runs
+    in grad mode, its gradients are tensors of a graph (each node's backward as recorded ops), and its sums and
+    a leaf's .grad are computed out of place, so that they can be differentiated in turn."""
 
-    grad_mode = False  # backward computes outside the graph, as in PyTorch (create_graph=True: inside, autograd.py)
-
-    def __init__(self, retain_graph: bool) -> None:
-        self.retain_graph = retain_graph
+    def __init__(self, retain_graph: bool, create_graph: bool = False, targets: dict[int, Tensor] | None = None,
+                 early: bool = False) -> None:
+        self.retain_graph, self.create_graph = retain_graph, create_graph
+        self.targets, self.early = targets, early  # early: a target's gradient before its hooks, as grad() takes it
         self.grads: dict[int, Any] = {}  # id(edge) -> its gradient so far (a list, for a node of several outputs)
+        self.through: set[int] = set()  # with targets: the nodes on the way to one
+        self.captured: dict[int, Any] = {}  # id(target edge) -> its gradient (contract.capture fills it)
 
     def run(self, outputs: Sequence[Tensor], gradients: Sequence[Any]) -> None:
         """Sweep from `outputs`, each with its d(loss)/d(output) (None: 1 for a scalar)."""
         which = [f"output {i}: " if len(outputs) > 1 else "" for i in range(len(outputs))]
         starts = [self.start(t, g, w) for t, g, w in zip(outputs, gradients, which, strict=True)]
-        enabled, modes.grad = modes.grad, self.grad_mode
+        order = graph_order(*starts)
+        way = None if self.targets is None else self.way_to_targets(order)  # None: every edge
+        freed = way is not None and any(isinstance(edge, Function) and edge.mg_freed for edge in order)  # by an earlier
+        enabled, modes.grad = modes.grad, self.create_graph  # a graph of the gradients only with create_graph=True
         try:
-            for edge in reversed(self.order(starts)):
+            for edge in reversed(order):
                 dout = self.grads.pop(id(edge), None)
-                if dout is not None:
+                if dout is not None and (way is None or id(edge) in way):
                     self.visit(edge, dout)
         finally:
             modes.grad = enabled
-
-    def order(self, starts: Sequence[Function | Tensor]) -> list[Function | Tensor]:
-        """The graph behind the starts, in order (an extension point: autograd.py keeps the way to chosen inputs)."""
-        return graph_order(*starts)
+        if freed and len(self.captured) < len(self.targets):
+            raise RuntimeError(FREED)  # a chosen input not reached: the way to it may have been freed
 
     def start(self, t: Tensor, grad: Any, which: str) -> Function | Tensor:
         """File d(loss)/d(t) under t's edge (a loss's is 1), checked; return the edge."""
@@ -320,16 +362,34 @@ class Sweep:
             if t.array.size != 1:
                 raise RuntimeError(f"backward(): {which}output of shape {t.shape} is not a scalar; pass its gradient, "
                                    "y.backward(dy), or reduce it first (y.sum(), y.mean())")
-            grad = backend.get_array_module(t.array).ones_like(t.array)
+            array = backend.get_array_module(t.array).ones_like(t.array)
         else:
-            grad = as_array(grad, t.dtype, t.device, "backward")
-            if grad.shape != t.shape:
-                raise ValueError(f"backward(): {which}gradient of shape {grad.shape} for a tensor of shape {t.shape}")
-        self.add(edge, grad)  # two outputs that are one tensor: their gradients add
+            array = as_array(grad, t.dtype, t.device, "backward")
+            if array.shape != t.shape:
+                raise ValueError(f"backward(): {which}gradient of shape {array.shape} for a tensor of shape {t.shape}")
+        if self.create_graph:  # the tensor given, which may be part of a graph itself, or the array as a constant
+            array = grad if isinstance(grad, Tensor) and grad.array is array else TENSOR.wrap(array)
+        self.add(edge, array)  # two outputs that are one tensor: their gradients add
         return edge
 
+    def way_to_targets(self, order: list[Function | Tensor]) -> set[int]:
+        """The ids of the edges of `order` on the way to a target, as PyTorch runs only those: the targets, and each
+        node with an input on the way (noted in self.through)."""
+        for edge in order:  # each after its inputs
+            if isinstance(edge, Function) and any(p is not None and (id(p) in self.targets or id(p) in self.through)
+                                                  for p in edge.mg_parents):
+                self.through.add(id(edge))
+        return self.through | self.targets.keys()
+
     def visit(self, edge: Function | Tensor, dout: Any) -> None:
-        """dout, d(loss)/d(the tensor edge stands for), is complete: hand it on (an extension point)."""
+        """dout, d(loss)/d(the tensor edge stands for), is complete: after the edge's hooks, hand it on to a leaf's
+        .grad, or through the node's backward to its inputs."""
+        if self.targets is not None and id(edge) in self.targets:
+            dout = contract.capture(self, edge, dout)  # point: a chosen input's gradient kept, hooks run (autograd.py)
+            if dout is None:  # the sweep goes no further this way
+                return
+        elif edge.mg_backward_hooks:
+            dout = contract.run_hooks(edge, dout)  # point: the hooks registered on this edge (hooks.py)
         if isinstance(edge, Tensor):  # a leaf
             return self.accumulate_grad(edge, dout)
         if edge.mg_freed:  # by an earlier backward(), after a node met before it (a version check) has said its word
@@ -345,24 +405,30 @@ class Sweep:
             edge.release()
 
     def input_grads(self, node: Function, dout: Any) -> Sequence[Any]:
-        """node.backward(dout), checked: one gradient per input, each of its input's shape and dtype (an extension
-        point: autograd.py checks versions first)."""
-        dxs = node.backward(dout) if modes.hook is None else node.call("backward", dout)
+        """node.backward(dout), checked: one gradient per input, each of its input's shape and dtype."""
+        contract.check_versions(node)  # point: nothing it kept was written in place since (versions.py)
+        if self.create_graph:
+            dxs = contract.differentiable_backward(node, dout)  # point: its backward as recorded ops (autograd.py)
+        else:
+            dxs = node.backward(dout) if modes.hook is None else node.call("backward", dout)
         return checked_grads(node, dxs)
 
     def add(self, edge: Function | Tensor, dx: Any) -> None:
-        """A tensor used twice gets the sum of the gradients of its two uses (an extension point: autograd.py adds
-        into an array it owns, the same sum with one array fewer)."""
+        """A tensor used twice gets the sum of the gradients of its two uses (under create_graph=True a sum of
+        tensors, recorded)."""
         total = self.grads.get(id(edge))
-        self.grads[id(edge)] = dx if total is None else total + dx
+        self.grads[id(edge)] = dx if total is None else as_writable(total + dx)  # 0-d arrays add up to a NumPy scalar
 
     def accumulate_grad(self, leaf: Tensor, dout: Any) -> None:
-        """A leaf's .grad: the sum over backward() calls, in its own memory (an extension point: autograd.py skips
-        the copy of an array it owns)."""
-        if leaf.grad is None:
+        """A leaf's .grad: the sum over backward() calls, in its own memory; under create_graph=True out of place, in
+        the graph (an earlier .grad may be part of a graph)."""
+        if self.create_graph:
+            leaf.grad = dout.clone() if leaf.grad is None else leaf.grad + dout
+        elif leaf.grad is None:
             leaf.grad = TENSOR.wrap(dout.copy())
         else:
             leaf.grad.array += dout
+            contract.count_write(leaf.grad)  # point: a write into .grad's memory moves its version on (versions.py)
 
 
 def shape_and_dtype(edge: Function | Tensor) -> tuple[tuple[int, ...], Any]:
@@ -395,3 +461,42 @@ def checked_grads(node: Function, dxs: Any) -> list[Any]:
                        "(arrays.unbroadcast)" if dx.shape != shape else ""))
         checked.append(dx)
     return checked
+
+
+# ---- the named points: what PyTorch's contract adds, called from the core on one line each ----
+
+def unchanged(edge: Function | Tensor, dout: Any) -> Any:
+    return dout
+
+
+def nothing(*args: Any) -> None:
+    return None
+
+
+def not_provided(point: str) -> Callable[..., Any]:
+    """The plain version of a point that only PyTorch's contract can fill: a one-line refusal."""
+    def refuse(*args: Any) -> Any:
+        raise NotImplementedError(f"{point} comes with PyTorch's contract around the core: import minigrad")
+    return refuse
+
+
+class Contract:
+    """The core's table of named points, each a function called on one line of the core (grep `contract.`) and
+    provided once, at its import, by the module that implements it (`core.contract.run_hooks = run_hooks` in
+    hooks.py). The plain versions below let the core run alone: no hooks, no versions."""
+
+    __slots__ = ("capture", "check_versions", "chosen_inputs", "count_write", "differentiable_backward", "node_of",
+                 "run_hooks", "share_version")
+
+    def __init__(self) -> None:
+        self.run_hooks = unchanged  # hooks.py: (edge, dout) -> dout after the edge's hooks
+        self.capture = not_provided("grad()")  # autograd.py: (sweep, edge, dout) -> dout to go on with, or None
+        self.check_versions = nothing  # versions.py: (node), which refuses one whose saved arrays were written since
+        self.count_write = nothing  # versions.py: (t), a write into t's memory counted, so what saved t refuses
+        self.differentiable_backward = not_provided("create_graph=True")  # autograd.py: (node, dout) -> tensors
+        self.node_of = attrgetter("_grad_fn")  # versions.py: (t) -> t.grad_fn, a stale view's made again first
+        self.share_version = nothing  # versions.py: (leaf, source), made on source's memory: one version counter
+        self.chosen_inputs = not_provided("backward(inputs=...)")  # autograd.py: (inputs) -> {id(edge): tensor}
+
+
+contract = Contract()

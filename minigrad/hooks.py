@@ -1,7 +1,7 @@
 """Hooks on gradients, around the core: x.register_hook(f) calls f with d(loss)/d(x) when backward() reaches x
 (and may replace it), x.retain_grad() keeps an intermediate tensor's gradient in its .grad, and the handle that
 takes a hook off again. A hook lives on the graph edge that stands for its tensor (its node, or the leaf itself),
-where the sweep of minigrad/autograd.py runs it.
+where the core's sweep runs it (core.contract.run_hooks, provided here).
 """
 
 from __future__ import annotations
@@ -50,13 +50,13 @@ class HookedTensor:
 
 def hooks_of(edge: core.Function | core.Tensor) -> tuple[Any, ...]:
     """The hooks registered on a graph edge (a node, or a leaf), in order."""
-    return getattr(edge, "mg_backward_hooks", ())
+    return edge.mg_backward_hooks
 
 
 def run_hooks(edge: core.Function | core.Tensor, dout: Any) -> Any:
-    """The gradient of the tensor `edge` stands for, after its hooks (each may return a replacement). Under
-    create_graph=True dout is a tensor of the gradient's graph: the hooks get it, and a tensor they return stays in
-    the graph."""
+    """The sweep's point at an edge with hooks: the gradient of the tensor `edge` stands for, after its hooks (each
+    may return a replacement). Under create_graph=True dout is a tensor of the gradient's graph: the hooks get it,
+    and a tensor they return stays in the graph."""
     graph = isinstance(dout, core.Tensor)
     for hook in hooks_of(edge):
         result = hook(dout if graph else core.TENSOR.wrap(dout, False))
@@ -118,3 +118,6 @@ class RemovableHandle:
 
     def __exit__(self, *exc: object) -> None:
         self.remove()
+
+
+core.contract.run_hooks = run_hooks

@@ -12,7 +12,6 @@ import numpy as np
 
 from minigrad import backend, core
 from minigrad.arrays import as_array
-from minigrad.dtypes import DType
 
 __all__ = ["BoolTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LegacyConstructor", "LongTensor",
            "TensorType", "type_name"]
@@ -49,27 +48,14 @@ def legacy_array(name: str, dtype: np.dtype, args: tuple[Any, ...], device: str 
 
 class LegacyConstructor:
     """The constructor's part, a layer of mg.Tensor: Tensor(...) as torch.Tensor(...) is (see the module's
-    docstring), and init_leaf / leaf, the engine's own constructor (torch.tensor's meaning, core.Tensor.__init__)."""
+    docstring). The core's Tensor has no __init__ of its own: it makes leaves with init_leaf and leaf (torch.tensor's
+    meaning), which this one calls."""
 
     def __init__(self, *args: Any, device: str | None = None) -> None:
         if len(args) == 1 and isinstance(args[0], core.Tensor):  # as PyTorch: the same memory, dtype and version
             self.init_leaf(args[0], device=device, copy=False)
         else:
             self.init_leaf(legacy_array("Tensor", np.dtype(np.float32), args, device), copy=False)
-
-    def init_leaf(self, data: Any, requires_grad: bool = False, dtype: DType | None = None,
-                  device: str | None = None, *, copy: bool = True) -> None:
-        """Make this tensor a leaf holding `data` (a copy; copy=False shares an array of the dtype and device asked
-        for): core.Tensor.__init__, through the layers below this one."""
-        super().__init__(data, requires_grad, dtype, device, copy=copy)
-
-    @classmethod
-    def leaf(cls, data: Any, requires_grad: bool = False, dtype: DType | None = None, device: str | None = None, *,
-             copy: bool = True) -> Any:
-        """A new leaf holding `data`, as torch.tensor(data) makes one (mg.tensor, as_tensor and from_numpy call it)."""
-        t = cls.__new__(cls)
-        t.init_leaf(data, requires_grad, dtype, device, copy=copy)
-        return t
 
 
 class TensorType:

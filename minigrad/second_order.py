@@ -1,9 +1,9 @@
 """Backward is a graph too: every primitive's backward written again in tensor operations, so that a gradient
 computed with create_graph=True is itself a tensor of a graph, and can be differentiated (Hessian-vector products,
 gradient penalties, Newton's method). Each formula mirrors its Function's backward (whose docstring has the math) and
-is registered for that class in autograd.FORMULAS; the sweep (autograd.GraphBackward) runs it instead of the array
-backward only when create_graph=True, so the first-order backward stays as it is. docs/backward.md, "Backward is a
-graph too", walks through it; docs/higher-order.md shows what it is for.
+is registered for that class in autograd.FORMULAS; the sweep (core.Sweep, at autograd.differentiable_backward) runs
+it instead of the array backward only when create_graph=True, so the first-order backward stays as it is.
+docs/backward.md, "Backward is a graph too", walks through it; docs/higher-order.md shows what it is for.
 
 The arrays a node saved come back into the graph through saved_input (an input: the leaf itself, or a tensor whose
 grad_fn is the node that computed it) and saved_output (the node's own output). Where a fused Function saved derived

@@ -1,13 +1,12 @@
 """mg.Tensor and mg.Function, assembled: the core's Tensor (minigrad/core.py, read it first) with PyTorch's
-contract as layers around it, each a module of its own: writes in place and version counters (versions.py),
-hooks (hooks.py), backward(inputs=...) (autograd.py); and here, the methods and operators a PyTorch user calls,
-each one op of the op modules (elementwise.py, reductions.py, shapes.py, matmul.py, activations.py), whose
-Functions are written on this Function.
+contract as layers around it, each a module of its own that adds methods and replaces none of the core's: writes in
+place and version counters (versions.py), hooks (hooks.py), the legacy constructor (legacy.py); and here, the methods
+and operators a PyTorch user calls, each one op of the op modules (elementwise.py, reductions.py, shapes.py,
+matmul.py, activations.py), whose Functions are written on this Function.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +14,7 @@ import numpy as np
 
 from minigrad import backend, core
 from minigrad.arrays import as_axis
-from minigrad.autograd import BackwardTensor, grad
+from minigrad.autograd import grad
 from minigrad.core import as_writable, graph_order, is_grad_enabled, modes
 from minigrad.dtypes import DType, UnsupportedDType, number_dtype, number_kind
 from minigrad.hooks import HookedTensor, RemovableHandle, move_retained
@@ -31,9 +30,10 @@ __all__ = [
 ]
 
 
-class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, core.Tensor):
+class Tensor(LegacyConstructor, HookedTensor, VersionedTensor, core.Tensor):
     """An n-dimensional array that can record the operations applied to it for backward(): minigrad/core.py's
-    Tensor, with backward(inputs=...), hooks and version counters from the layers, and PyTorch's methods below.
+    Tensor (its backward is the one there), with PyTorch's legacy constructor, hooks and version counters from the
+    layers, each adding methods and replacing none of the core's, and PyTorch's methods below.
 
     Tensor(data) and Tensor(2, 3) are PyTorch's legacy constructor (float32: minigrad/legacy.py); mg.tensor(data)
     and Tensor.leaf(data) make a leaf as torch.tensor does.
@@ -46,20 +46,12 @@ class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, c
     __hash__ = object.__hash__  # == builds a comparison tensor, so hash by identity
     __array_ufunc__ = None  # np.float64(2) * x: NumPy defers to Tensor.__rmul__ instead of making an object array
 
-    @core.Tensor.grad.setter
-    def grad(self, grad: Any) -> None:
-        """x.grad = a tensor of x's shape, dtype and device, or None (core.Tensor.grad); a NumPy or CuPy array, what
-        .grad was before 0.2, is still taken (wrapped, not copied), with a DeprecationWarning."""
-        if grad is not None and not isinstance(grad, core.Tensor) and backend.is_array(as_writable(grad)):
-            warnings.warn("assigning an array to .grad is deprecated: .grad is a tensor now; assign "
-                          "mg.tensor(array) (or mg.Tensor.wrap(array), which shares it)", DeprecationWarning,
-                          stacklevel=2)
-            grad = Tensor.wrap(as_writable(grad))
-        core.Tensor.grad.fset(self, grad)
-
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         self.requires_grad = requires_grad
         return self
+
+    def zero_grad(self) -> None:
+        self.grad = None
 
     # -- what it is --
     def size(self, dim: int | None = None) -> tuple[int, ...] | int:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from minigrad import backend, core
-from minigrad.dtypes import DType
 from minigrad.hooks import move_retained
 
 # ---- the Function minigrad's ops are written on: the core's, with versions and views ----
@@ -205,13 +204,6 @@ class VersionedTensor:
     _view: View | None = None
     _made_inside: str | None = None  # "output i of F" where a custom Function F returned its input's memory
 
-    def __init__(self, data: Any, requires_grad: bool = False, dtype: DType | None = None,
-                 device: str | None = None, *, copy: bool = True) -> None:
-        """Tensor.leaf(t, copy=False) shares t's array, and then its version too (as torch.as_tensor)."""
-        super().__init__(data, requires_grad, dtype, device, copy=copy)
-        if isinstance(data, core.Tensor) and self.array is data.array:
-            self._counter = data._version_counter
-
     @property
     def _version_counter(self) -> list[int]:
         """The count of writes into this tensor's memory, in a list that its views share."""
@@ -220,14 +212,6 @@ class VersionedTensor:
         return self._counter
 
     _version = property(lambda self: self._version_counter[0])  # as PyTorch's x._version: writes counted so far
-
-    @property
-    def grad_fn(self) -> core.Function | None:
-        """The node that computed this tensor, None for a leaf (as PyTorch's grad_fn); a view whose base was
-        written in place since gets its node made again first."""
-        if self._view is not None and self._view.version != self._version_counter[0]:
-            self._view.refresh(self)
-        return self._grad_fn
 
     def detach(self) -> core.Tensor:
         """The same values, cut off from the graph. It shares this tensor's memory, so also its version: a write into
@@ -301,3 +285,31 @@ class VersionedTensor:
         if view is not None:
             view.version = self._version_counter[0]
         return self
+
+
+# ---- the core's named points (core.contract), provided here ----
+
+def check_versions(node: core.Function) -> None:
+    """Before a node's backward: refuse it if an array it kept was written in place since (Function.check_versions)."""
+    if isinstance(node, Function):
+        node.check_versions()
+
+
+def node_of(t: core.Tensor) -> core.Function | None:
+    """t.grad_fn: the node that computed t, None for a leaf (as PyTorch's grad_fn); a view whose base was written in
+    place since gets its node made again first."""
+    view = getattr(t, "_view", None)  # a tensor of the core's own class has none
+    if view is not None and view.version != t._version_counter[0]:
+        view.refresh(t)
+    return t._grad_fn
+
+
+def share_version(leaf: core.Tensor, source: core.Tensor) -> None:
+    """Tensor.leaf(t, copy=False) shares t's array, and then its version too (as torch.as_tensor)."""
+    leaf._counter = source._version_counter
+
+
+core.contract.check_versions = check_versions
+core.contract.count_write = increment_version
+core.contract.node_of = node_of
+core.contract.share_version = share_version

@@ -171,3 +171,115 @@ def test_the_fused_path_runs_only_when_asked_for(capsys):
             "Adam.fused_step"} <= called
     assert "SoftmaxFunction.forward" not in called and "Adam.update" not in called
     assert "Adam.update" in {q for _, q in trace_second_iteration([])}
+
+
+# ---- one sweep, in the core: the core's classes are extended at the points it declares, nothing else ----
+
+# The methods a subclass (or a layer of mg.Tensor) may define again, as core.py's docstring lists them
+DECLARED = {"Function": {"forward", "backward", "arrays_of", "made", "apply", "__init_subclass__"}, "Tensor": set(),
+            "Sweep": set()}
+
+
+def project_modules() -> list[str]:
+    """minigrad and every module of it and of its subpackages, imported (those needing a missing extra left out)."""
+    import importlib
+    import pkgutil
+
+    import minigrad
+
+    imported = ["minigrad"]
+    for info in pkgutil.walk_packages(minigrad.__path__, "minigrad."):
+        try:
+            importlib.import_module(info.name)
+        except ModuleNotFoundError as err:  # an optional extra (numba for the kernels) that this venv lacks
+            if err.name.startswith("minigrad"):
+                raise
+            continue
+        imported.append(info.name)
+    return imported
+
+
+def subclasses(cls: type) -> set[type]:
+    found, todo = set(), [cls]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in found:
+                found.add(sub)
+                todo.append(sub)
+    return found
+
+
+def test_no_method_of_the_core_is_defined_again_outside_its_declared_points():
+    """Walk every subclass of core.Tensor, core.Function and core.Sweep in minigrad, through its bases (mg.Tensor's
+    layers included): a method of the core's class defined again is one of the points the core declares."""
+    from minigrad import core
+
+    assert "minigrad.tensor" in project_modules()
+    overridden, walked = [], 0
+    for base in (core.Tensor, core.Function, core.Sweep):
+        methods = {name for name, value in vars(base).items()
+                   if callable(value) or isinstance(value, (property, classmethod, staticmethod))}
+        for sub in subclasses(base):
+            if not sub.__module__.startswith("minigrad"):
+                continue
+            walked += 1
+            for layer in sub.__mro__[:sub.__mro__.index(base)]:  # the subclass and the layers it takes before base
+                overridden += [f"{layer.__module__}.{layer.__qualname__}.{name} (of core.{base.__name__})"
+                               for name in methods & vars(layer).keys() - DECLARED[base.__name__]]
+    assert walked > 60  # every op's Function, mg.Tensor, nn.Parameter, ...
+    assert not overridden, sorted(set(overridden))
+    assert all(f"`{name}`" in core.__doc__ for name in set().union(*DECLARED.values()))  # listed in its docstring
+
+
+def test_every_point_of_the_contract_is_provided_by_the_module_that_implements_it():
+    from minigrad import core
+
+    project_modules()
+    provider = {name: getattr(core.contract, name).__module__ for name in core.Contract.__slots__}
+    assert provider == {"run_hooks": "minigrad.hooks", "capture": "minigrad.autograd",
+                        "check_versions": "minigrad.versions", "count_write": "minigrad.versions",
+                        "differentiable_backward": "minigrad.autograd",
+                        "node_of": "minigrad.versions", "share_version": "minigrad.versions",
+                        "chosen_inputs": "minigrad.autograd"}
+    for name in provider:  # each called on a line of the core
+        assert f"contract.{name}(" in Path(core.__file__).read_text()
+
+
+def test_the_sweep_that_runs_a_gpt_s_backward_is_the_core_s():
+    """loss.backward() of a small GPT, traced: every node's backward is called from core.py, and every frame between
+    loss.backward() and it (the loop and the per-edge dispatch) is core.py's, Sweep.run and Sweep.visit among them;
+    the Sweep is core.Sweep itself."""
+    import minigrad as mg
+    from minigrad import core
+    from models.gpt import GPT, GPTConfig
+
+    mg.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=11, block_size=6, n_layer=2, n_head=2, n_embd=8))
+    idx = mg.tensor([[1, 2, 3, 4, 5, 6], [6, 5, 4, 3, 2, 1]])
+    _, loss = model(idx, idx)
+    chains, sweeps, here = set(), set(), sys._getframe()
+
+    def profile(frame, event, arg):
+        if event != "call":
+            return
+        me = frame.f_locals.get("self")
+        if frame.f_code.co_name == "backward" and isinstance(me, core.Function):
+            chain, f = [], frame.f_back
+            while f is not None and f is not here:
+                chain.append((os.path.relpath(f.f_code.co_filename, ROOT), f.f_code.co_qualname))
+                f = f.f_back
+            chains.add(tuple(chain))
+        elif isinstance(me, core.Sweep):
+            sweeps.add(type(me))
+
+    sys.setprofile(profile)
+    try:
+        loss.backward()
+    finally:
+        sys.setprofile(None)
+    assert len(chains) >= 1 and all(p.grad is not None for p in model.parameters())
+    files = {file for chain in chains for file, _ in chain}
+    assert files == {"minigrad/core.py"}, files
+    names = {name for chain in chains for _, name in chain}
+    assert {"Tensor.backward", "Sweep.run", "Sweep.visit", "Sweep.input_grads"} <= names
+    assert sweeps == {core.Sweep}
