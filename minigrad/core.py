@@ -160,8 +160,8 @@ class Function:
     How to write your own: docs/backward.md, "Writing your own Function".
     """
 
-    parents: tuple[Function | Tensor | None, ...] | None = ()  # per input: the node that computed it, the leaf
-    needs_input_grad: tuple[bool, ...] = ()  # itself, or None where no gradient is needed; None once freed
+    parents: tuple[Function | Tensor | None, ...] = ()  # per input: the node that computed it, the leaf itself,
+    needs_input_grad: tuple[bool, ...] = ()  # or None where no gradient is needed; release() keeps them (edges stay)
     n_outputs: int | None = None  # how many arrays forward returned in a tuple (split); None: one array
     freed = False  # True once release() dropped what backward needs: a second backward is refused
     op = "function"  # the name in error messages, once per subclass: LinearFunction -> "linear"

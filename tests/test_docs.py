@@ -6,16 +6,19 @@ keeps them in step with their sources). Their prose quotes code as the English d
 How those files mark their code blocks (GitHub shows them as ordinary code):
 - ```python blocks run, in order, sharing one namespace per file. A ```text block right after one is
   what it prints.
-- A ```python block right after a line that ends in "(`path.py`, `Name.method`):" is a quote, not run:
-  each of its lines must appear in that function of that file (a trailing comment may be left out), in the
-  same order and at the same depths relative to each other (lines may be left out between them).
+- A quote of the code, not to be run, is fenced ```python excerpt (GitHub colours it as Python, and a reader who
+  runs a page's ```python blocks in order skips it), right after a line that ends in "(`path.py`,
+  `Name.method`):": each of its lines must appear in that function of that file (a trailing comment may be left
+  out), in the same order and at the same depths relative to each other (lines may be left out between them).
 - ```console blocks: a line starting with "$ " is a command, the lines after it what it prints. Only
   `python train.py` (the default run, trained once per test session) and `python train.py explain ...`
   are run; other commands belong in plain ``` blocks, which are not run. The ```python blocks after such a
   block run in a folder where `out` holds what `python train.py` saved, as in a checkout after the command.
 - Expected output: a line "..." stands for any number of lines, "..." inside a line for any text, and
-  blank lines are ignored. Numbers with a decimal point match to 1% plus two units of their last digit,
-  since float32 training rounds differently with another CPU or thread count; the rest matches exactly.
+  blank lines are ignored; the rest matches exactly, so a block prints what does not depend on the BLAS's last
+  bit (fewer digits, or values that are exact). One tolerance is kept, for what `python train.py` prints in a
+  ```console block: its float32 training rounds differently with another CPU, BLAS or thread count, so there
+  numbers with a decimal point match to 1% plus two units of their last digit.
 Every `folder/file` in backticks must exist, and every "`path.py`, `Name`" pair, "`path.py: Name`" and
 `module.name` (a module of minigrad/ or models/, as `shapes.allowed_keys` or `minigrad.runtime.run_parallel`) must
 name something defined or imported in that file; the comments and docstrings of minigrad/ and models/ are held to
@@ -42,6 +45,7 @@ import train
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "zh-TW").glob("*.md"))]
+EXCERPT = "python excerpt"  # the fence of a quote, not run
 QUOTE_SOURCE = re.compile(r"\(`([\w/.-]+\.py)`,\s+`([A-Za-z_][\w.]*)`\):\s*$")
 NAMED_CODE = re.compile(r"`([\w/.-]+\.py)`,\s+`(?![\w/.-]+\.(?:py|md|ipynb|toml|sh)`)([A-Za-z_][\w.]*)(?:\(\))?`")
 PATH = re.compile(r"`((?:[\w.-]+/)+[\w.-]+\.(?:py|md|ipynb|toml|png|sh))`")  # paths with a folder
@@ -81,7 +85,7 @@ def blocks(path: Path) -> list[Block]:
             paragraph.insert(0, ln)
         before = " ".join(paragraph)
         block = Block(info, "\n".join(lines[start:end]) + "\n", start + 1)
-        if info == "python" and (m := QUOTE_SOURCE.search(before)):
+        if info in ("python", EXCERPT) and (m := QUOTE_SOURCE.search(before)):
             block.quote = m.groups()
         previous = found[-1] if found else None
         if (info == "text" and previous and previous.info == "python" and previous.quote is None
@@ -281,6 +285,17 @@ def _in_order_and_nesting(quote: str, source: list[str]) -> bool:
         start = match + 1
     return all(_indent(q) - _indent(wanted[0]) == _indent(source[i]) - _indent(source[found[0]])
                for q, i in zip(wanted, found, strict=True))
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_quotes_are_fenced_as_excerpts_and_excerpts_name_their_source(path: Path) -> None:
+    """A reader who runs a page's ```python blocks in order must not meet a quote: it would raise NameError."""
+    for block in blocks(path):
+        where = f"{path.relative_to(ROOT)}, line {block.line}"
+        if block.quote is not None:
+            assert block.info == EXCERPT, f"{where}: a quote of {block.quote[0]}: fence it ```{EXCERPT}, not run"
+        elif block.info == EXCERPT:
+            raise AssertionError(f'{where}: an excerpt must follow a line ending in "(`path.py`, `Name`):"')
 
 
 def test_quote_rules() -> None:
