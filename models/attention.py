@@ -13,7 +13,7 @@ import minigrad as mg
 from minigrad import functional as F
 from minigrad import nn
 from minigrad.tensor import Tensor
-from models.renamed import HEADS, KV_HEADS, WIDTH, renamed_keywords
+from models.renamed import HEADS, KV_HEADS, WIDTH, renamed_attributes, renamed_keywords
 
 
 class KVCache:
@@ -39,7 +39,7 @@ class KVCache:
         return self.k, self.v
 
 
-class MultiHeadSelfAttention(nn.Module):
+class MultiHeadSelfAttention(nn.Module, renamed_attributes(n_heads="n_head", n_kv_heads="n_kv_head")):
     """n_kv_head: key/value heads, each shared by n_head // n_kv_head query heads (grouped-query attention, as in
     LLaMA 2 and 3); None: one per query head. rotary: None, or a function (q or k (B, heads, T, hs), position of its
     first token) -> the same shape, applied after the head split (models/llama.py's RoPE). head_size: hs; None:

@@ -17,7 +17,7 @@ from minigrad import functional as F
 from minigrad.tensor import Tensor
 from models.attention import KVCache, MultiHeadSelfAttention
 from models.gpt import DecoderConfig, DecoderModel, Trace
-from models.renamed import WIDTH, renamed_keywords, warn
+from models.renamed import WIDTH, renamed_attributes, renamed_keywords, warn
 
 
 @dataclass
@@ -116,7 +116,7 @@ class SwiGLU(nn.Module):
         return self.dropout(self.w2(F.silu(self.w1(x)) * self.w3(x)))  # (B, T, C)
 
 
-class LlamaBlock(nn.Module):
+class LlamaBlock(nn.Module, renamed_attributes(norm_1="ln_1", norm_2="ln_2")):
     """models/gpt.py's DecoderBlock with RMSNorm, rotary attention without biases, and SwiGLU."""
 
     def __init__(self, config: LlamaConfig) -> None:
@@ -134,7 +134,7 @@ class LlamaBlock(nn.Module):
         return x
 
 
-class Llama(DecoderModel):
+class Llama(DecoderModel, renamed_attributes(norm_f="ln_f")):
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__()
         self.config = config

@@ -1,6 +1,7 @@
 """The names the models had before 0.5 (issue 47: one name per quantity, nanoGPT's), still taken for one release
-with a DeprecationWarning naming the new one: keyword arguments (d_model=, n_heads=, n_kv_heads=) and
-DecoderBlock's sizes given one by one. models/attention.py, gpt.py and llama.py use it; nothing else should.
+with a DeprecationWarning naming the new one: keyword arguments (d_model=, n_heads=, n_kv_heads=), DecoderBlock's
+sizes given one by one, and attributes read (attn.n_heads, a Llama's norm_1, norm_2, norm_f). models/attention.py,
+gpt.py and llama.py use it; nothing else should.
 """
 
 from __future__ import annotations
@@ -59,3 +60,14 @@ def sizes_as_config(config_class: type) -> Callable[[Callable[..., Any]], Callab
             return init(self, config_class(**{fields[name]: value for name, value in sizes.items()}))
         return call
     return wrap
+
+
+def renamed_attributes(**renames: str) -> type:
+    """A base class whose attribute `old` reads `new` with a warning (renames: old="new"), for the attributes a
+    program may have read: attn.n_heads, a Llama's norm_1, norm_2 and norm_f."""
+    def read(old: str, new: str) -> property:
+        def get(self: Any) -> Any:
+            warn(f"{type(self).__name__}.{old}", f".{new}")
+            return getattr(self, new)
+        return property(get, doc=f"{new}'s name before 0.5 (deprecated)")
+    return type("RenamedAttributes", (), {old: read(old, new) for old, new in renames.items()})

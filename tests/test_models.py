@@ -466,6 +466,13 @@ def test_the_names_before_0_5_build_the_same_modules_with_a_warning_naming_the_n
     assert (attn.n_head, attn.n_kv_head) == (2, 1)
     with pytest.raises(TypeError, match="got both n_heads= and n_head="):
         MultiHeadSelfAttention(8, n_heads=2, n_head=2)
+    with pytest.warns(DeprecationWarning, match=r"MultiHeadSelfAttention.n_kv_heads is deprecated.*use .n_kv_head"):
+        assert attn.n_kv_heads == 1
+    llama = Llama(LlamaConfig(**TINY))
+    with pytest.warns(DeprecationWarning, match=r"LlamaBlock.norm_2 is deprecated.*use .ln_2"):
+        assert llama.blocks[0].norm_2 is llama.blocks[0].ln_2
+    with pytest.warns(DeprecationWarning, match=r"Llama.norm_f is deprecated.*use .ln_f"):
+        assert llama.norm_f is llama.ln_f
     with pytest.warns(DeprecationWarning, match=r"LlamaConfig\(head_dim=\).*use head_size="):
         config = LlamaConfig(**TINY, head_dim=6)
     assert config.head_size == 6 and LlamaConfig(**TINY).head_size == TINY["n_embd"] // TINY["n_head"]
