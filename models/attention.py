@@ -106,8 +106,7 @@ class MultiHeadSelfAttention(nn.Module, renamed_attributes(n_heads="n_head", n_k
         """The walkthrough's four steps: q (B, nh, T, hs) against k and v (B, nh, T_k, hs) -> (B, nh, T, hs)."""
         T, T_k, hs = q.shape[2], k.shape[2], q.shape[3]
 
-        # step 1, scores: each query against every key, divided by sqrt(hs) (the literature's d_k) to keep softmax well
-        # scaled
+        # step 1, scores: each query against every key, divided by sqrt(hs) to keep softmax well scaled
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T_k)
 
         # step 2, causal mask: a position may not look at later positions (True: may attend; the others become -inf)
