@@ -19,6 +19,7 @@ How those files mark their code blocks (GitHub shows them as ordinary code):
   bit (fewer digits, or values that are exact). One tolerance is kept, for what `python train.py` prints in a
   ```console block: its float32 training rounds differently with another CPU, BLAS or thread count, so there
   numbers with a decimal point match to 1% plus two units of their last digit.
+A block imports only what `pip install -e .` installs (minigrad, models, gptlab), so that it runs from any folder.
 Every `folder/file` in backticks must exist, and every "`path.py`, `Name`" pair, "`path.py: Name`" and
 `module.name` (a module of minigrad/ or models/, as `shapes.allowed_keys` or `minigrad.runtime.run_parallel`) must
 name something defined or imported in that file; the comments and docstrings of minigrad/ and models/ are held to
@@ -199,6 +200,24 @@ def run_console(block: Block, where: str, default_run: tuple[Path, str]) -> None
 
 
 OPTIONAL = {"numba", "llvmlite", "torch", "graphviz", "matplotlib", "mpi4py", "safetensors", "tokenizers"}
+INSTALLED = {"minigrad", "models", "gptlab"}  # what `pip install -e .` installs (pyproject.toml); the rest of
+# the checkout (scripts/, examples/, train.py, ...) imports only from its root, as pytest's pythonpath hides
+
+
+def checkout_imports(code: str) -> list[str]:
+    """The modules of the checkout that `code` imports but `pip install -e .` does not install."""
+    names = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return sorted(n for n in names - INSTALLED if (ROOT / n).is_dir() or (ROOT / f"{n}.py").is_file())
+
+
+def test_checkout_imports_are_found() -> None:
+    assert checkout_imports("from scripts.graph_lesson import lesson\nimport train") == ["scripts", "train"]
+    assert checkout_imports("from gptlab.graph_lesson import lesson\nimport numpy as np\nimport minigrad") == []
 
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
@@ -209,6 +228,9 @@ def test_code_blocks_run_and_print_what_the_file_shows(path: Path, request: pyte
     for block in blocks(path):
         where = f"{path.relative_to(ROOT)}, line {block.line}"
         if block.info == "python" and block.quote is None:
+            outside = checkout_imports(block.code)
+            assert not outside, f"{where}: imports {outside}, which `pip install -e .` does not install: the block " \
+                "must run from any folder"
             printed = io.StringIO()
             try:
                 with contextlib.redirect_stdout(printed):
