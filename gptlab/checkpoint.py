@@ -6,6 +6,7 @@ states, written atomically; read back, checked, older formats migrated; and turn
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import asdict
 from typing import Any
 
@@ -29,11 +30,14 @@ from minigrad import backend, nn
 from minigrad.optim import Optimizer
 from models.pretrained import check_finite
 
-FORMAT = 5  # 5: the model's config, every field (a model from --init-from has sizes no flag gives), and the setting
-# init_from; 4 and before: the model built from the settings. 4: the optimizer's state per parameter, as its
-# state_dict() gives it (PyTorch's layout); 3 and before: by position, with one step for all. 3: the text task's
-# tokenizer, the best held-out estimate, and the settings of grad_accum, beta2, ...; 2: without those; each
-# attention's W_Q, W_K, W_V as q_proj, k_proj, v_proj. 1 (no "format" entry): one matrix, qkv
+FORMAT = 6  # 6: one name per quantity (0.5): a Llama's norms are ln_1, ln_2 and ln_f (norm_1, norm_2 and norm_f
+# before), its config's head size is head_size (head_dim before). 5: the model's config, every field (a model from
+# --init-from has sizes no flag gives), and the setting init_from; 4 and before: the model built from the settings.
+# 4: the optimizer's state per parameter, as its state_dict() gives it (PyTorch's layout); 3 and before: by
+# position, with one step for all. 3: the text task's tokenizer, the best held-out estimate, and the settings of
+# grad_accum, beta2, ...; 2: without those; each attention's W_Q, W_K, W_V as q_proj, k_proj, v_proj. 1 (no
+# "format" entry): one matrix, qkv
+RENAMED_IN_6 = {"norm_1": "ln_1", "norm_2": "ln_2", "norm_f": "ln_f"}  # parts of a Llama's state_dict keys
 NEW_IN_3 = ("tokenizer", "vocab_size", "bias", "gelu", "grad_accum", "min_lr", "beta2", "eval_iters", "always_save")
 
 
@@ -80,6 +84,11 @@ def load_checkpoint(out: str) -> dict[str, Any]:
         raise UsageError(f"{path} is not a checkpoint of this train.py: {', '.join(wrong)} missing or malformed")
     if version == 1:
         _split_qkv_weights(ckpt["model"])
+    if version < 6:
+        _rename_to_format_6(ckpt)
+        print(f"{path}: checkpoint format {version}, read as format {FORMAT} (a Llama's norm_1, norm_2, norm_f are "
+              "ln_1, ln_2, ln_f; head_dim is head_size); train.py writes it in format 6 when it next saves",
+              file=sys.stderr)
     try:
         check_settings(ckpt["settings"])
         if ckpt["step"] < 0:
@@ -144,6 +153,15 @@ def checkpoint_config(ckpt: dict[str, Any], settings: dict[str, Any], task: Task
         return config_class(**{**ckpt["config"], "dropout": settings["dropout"]})
     except (TypeError, ValueError) as err:
         raise UsageError(f"the checkpoint's model config does not make a {config_class.__name__}: {err}") from None
+
+
+def _rename_to_format_6(ckpt: dict[str, Any]) -> None:
+    """Formats 1 to 5 to 6, in place: a Llama's norm weights under the GPT's names (ln_1, ln_2, ln_f), and format 5's
+    config's head_dim as head_size."""
+    ckpt["model"] = {".".join(RENAMED_IN_6.get(part, part) for part in name.split(".")): value
+                     for name, value in ckpt["model"].items()}
+    if ckpt["config"] is not None and "head_dim" in ckpt["config"]:
+        ckpt["config"]["head_size"] = ckpt["config"].pop("head_dim")
 
 
 def _split_qkv_weights(state: dict[str, Any]) -> None:

@@ -145,20 +145,20 @@ class Steps:
 
     tokens: list[str]  # the T token strings
     text: str  # the sequence as its task writes it
-    scores: np.ndarray  # (L, nh, T, T) step 1: q_i . k_j / sqrt(d_k), before the mask, as the model computed it
-    kept: np.ndarray  # (T, T) bool, step 2: True where query i may look at key j (the causal mask adds 0)
-    weights: np.ndarray  # (L, nh, T, T) step 3: the softmax of the masked scores, as the model computed it
-    shares: np.ndarray  # (L, nh, T, T) step 4: key j's part of query i's output b_i (0 where masked)
-    q: np.ndarray  # (L, nh, T, d_k) the queries; with grouped-query attention the shared k heads come repeated
-    k: np.ndarray  # (L, nh, T, d_k) the keys
+    scores: np.ndarray  # (n_layer, nh, T, T) step 1: q_i . k_j / sqrt(hs), before the mask, as the model computed it
+    kept: np.ndarray  # (T, T) bool, step 2: True where query i may look at key j (F.causal_mask)
+    weights: np.ndarray  # (n_layer, nh, T, T) step 3: the softmax of the masked scores, as the model computed it
+    shares: np.ndarray  # (n_layer, nh, T, T) step 4: key j's part of query i's output b_i (0 where masked)
+    q: np.ndarray  # (n_layer, nh, T, hs) the queries; with grouped-query attention the shared k heads come repeated
+    k: np.ndarray  # (n_layer, nh, T, hs) the keys
     query: int  # the position explained
     why_query: str
     heads: list[tuple[int, int, str]]  # for each query position: (layer, head, why) that explain picks for it
 
     @property
     def products(self) -> np.ndarray:
-        """(L, nh, T, T, d_k) q_i * k_j elementwise, the neuron view: they add up to q_i . k_j. Made on demand, since
-        they are T times larger than q and k (a loaded GPT-2 at 200 tokens: gigabytes)."""
+        """(n_layer, nh, T, T, hs) q_i * k_j elementwise, the neuron view: they add up to q_i . k_j. Made on demand,
+        since they are T times larger than q and k (a loaded GPT-2 at 200 tokens: gigabytes)."""
         return self.q[:, :, :, None, :] * self.k[:, :, None, :, :]
 
     @property
@@ -181,14 +181,14 @@ def attention_steps(model: nn.Module, task: Task, ids: Sequence[int], layer: int
     ids = [int(i) for i in ids]
     traces = trace_attention(model, ids) if traced is None else traced.layers
     scores, weights, q, k, v = (np.stack([trace[name].numpy()[0] for trace in traces]).astype(np.float64)
-                                for name in ("scores", "weights", "q", "k", "v"))  # (L, nh, T, T) or (L, nh, T, d_k)
+                                for name in ("scores", "weights", "q", "k", "v"))  # (n_layer, nh, T, T or hs)
     n_layer, n_head, T = weights.shape[:3]
     for name, value, limit in (("--layer", layer, n_layer), ("--head", head, n_head), ("--query", query, T)):
         check_range(name, value, limit)
     query, why_query = choose_query(task, ids, query)
     return Steps(tokens=[task.vocab[i] for i in ids], text=task.decode(ids), scores=scores,
-                 kept=F.causal_mask(T).numpy() == 0, weights=weights,
-                 shares=shares(weights, v[:, :, None]),  # each query's row: v (L, nh, 1, T, d_k) for every row
+                 kept=F.causal_mask(T).numpy(), weights=weights,
+                 shares=shares(weights, v[:, :, None]),  # each query's row: v (n_layer, nh, 1, T, hs) for every row
                  q=q, k=k, query=query, why_query=why_query,
                  heads=[choose_head(weights, i, layer, head) for i in range(T)])
 
@@ -254,8 +254,8 @@ class LayerGraph:
     target: str  # the target token as the tables show it
     why_target: str
     tensors: dict[str, mg.Tensor]  # the layer's trace: q, k, v, scores, weights, out, each with its .grad
-    STEPS: ClassVar[str] = ("step 1: scores = q @ kᵀ · 1/√d_k (MatMul of q and k's Permute, then Mul)\n"
-             "step 2: the causal mask (Add: + 0, or + -inf after the query)\n"
+    STEPS: ClassVar[str] = ("step 1: scores = q @ kᵀ · 1/√hs (MatMul of q and k's Permute, then Mul)\n"
+             "step 2: the causal mask (Where: the score where the key may be seen, else -inf)\n"
              "step 3: weights = the softmax of each row\n"
              "step 4: the weighted sum weights @ v (MatMul); the heads merged side by side into out (Permute, Reshape)")
 
@@ -281,7 +281,7 @@ def layer_graph(task: Task, steps: Steps, traced: GradientTrace) -> LayerGraph:
 
 def shares(w: np.ndarray, v: np.ndarray) -> np.ndarray:
     """share_j = w_j |v_j| / sum_i w_i |v_i|: the part of the output b = sum_j w_j v_j that position j
-    contributes, by size. With weights w (..., T) >= 0 and values v (..., T, d_k) each share is in [0, 1] and
+    contributes, by size. With weights w (..., T) >= 0 and values v (..., T, hs) each share is in [0, 1] and
     they add up to 1 (all 0 if every w_j v_j is zero)."""
     contribution = w * np.linalg.norm(v, axis=-1)  # |w_j v_j|, (..., T)
     total = contribution.sum(axis=-1, keepdims=True)
@@ -332,10 +332,10 @@ def table(steps: Steps) -> str:
     layer, head, why_head = steps.heads[i]
     scores, w, share = (a[layer, head, i] for a in (steps.scores, steps.weights, steps.shares))  # each (T,)
     lines = [f"\nAttention in layer {layer}, head {head}, for position {i} ({tokens[i]}) "
-             f"of {steps.text!r}; d_k = {steps.q.shape[-1]}:",
+             f"of {steps.text!r}; hs = {steps.q.shape[-1]}:",
              f"  why position {i}: {steps.why_query}",
              f"  why head {head} of layer {layer}: {why_head}",
-             "  step 1  score_j = q . k_j / sqrt(d_k): how well position j's key matches this query",
+             "  step 1  score_j = q . k_j / sqrt(hs): how well position j's key matches this query",
              "  step 2  causal mask: positions after the query are set to -inf (the model may not look ahead)",
              "  step 3  softmax over the row: weights in [0, 1] that add up to 1",
              "  step 4  output b = sum_j weight_j v_j, the weighted sum of the value vectors v_j;",

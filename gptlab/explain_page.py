@@ -25,7 +25,7 @@ def page_data(steps: Any, graph: Any = None) -> dict[str, Any]:
     LayerGraph, its nodes and its tensors' values and gradients too (graph_data)."""
     arrays = {name: getattr(steps, name) for name in ("scores", "weights", "shares", "q", "k")}  # products: q * k in JS
     check_finite(arrays)
-    return {"tokens": steps.labels, "text": steps.text, "d_k": int(steps.q.shape[-1]), "query": steps.query,
+    return {"tokens": steps.labels, "text": steps.text, "hs": int(steps.q.shape[-1]), "query": steps.query,
             "why_query": steps.why_query, "heads": [list(choice) for choice in steps.heads],
             "kept": steps.kept.tolist(), **{name: a.tolist() for name, a in arrays.items()},
             "graph": None if graph is None else graph_data(graph)}
@@ -428,7 +428,7 @@ function renderSteps() {  // the text table of train.py explain, at its precisio
   const {layer: l, head: h, query: q} = state, key = keyShown();
   const scores = D.scores[l][h][q], w = D.weights[l][h][q], share = D.shares[l][h][q], kept = D.kept[q];
   document.getElementById("steps-title").textContent =
-    `Attention in layer ${l}, head ${h}, for position ${q} (${D.tokens[q]}); d_k = ${D.d_k}`;
+    `Attention in layer ${l}, head ${h}, for position ${q} (${D.tokens[q]}); hs = ${D.hs}`;
   const bar = x => el("td", {class: "barcell"}, [el("div", {style: `width: ${100 * x}%`})]);
   const rows = D.tokens.map((t, j) => {
     const tr = el("tr", {data: {pos: j}, class: [kept[j] ? "" : "masked", j === key ? "key" : "",
@@ -447,7 +447,7 @@ function renderSteps() {  // the text table of train.py explain, at its precisio
   document.getElementById("b-line").textContent = `b${q} = ${terms.join(" + ")}`;
 }
 
-function renderNeuron() {  // the score of the query and one key, taken apart into the d_k products q_n k_j,n
+function renderNeuron() {  // the score of the query and one key, taken apart into the hs products q_n k_j,n
   const {layer: l, head: h, query: q} = state, key = keyShown();
   const qv = D.q[l][h][q], kv = D.k[l][h][key], p = qv.map((x, n) => x * kv[n]);  // float64, as Steps.products
   const range = Math.max(...p.map(Math.abs)) || 1;
@@ -466,7 +466,7 @@ function renderNeuron() {  // the score of the query and one key, taken apart in
   document.querySelector("#neuron-table tbody").replaceChildren(...rows);
   const dot = p.reduce((a, b) => a + b, 0);
   document.getElementById("neuron-sum").textContent =
-    `q · k${key} = ${fixed(dot, 3)};  ${fixed(dot, 3)} / √${D.d_k} = ${fixed(D.scores[l][h][q][key], 3)}, ` +
+    `q · k${key} = ${fixed(dot, 3)};  ${fixed(dot, 3)} / √${D.hs} = ${fixed(D.scores[l][h][q][key], 3)}, ` +
     `step 1's score of key ${key}`;
 }
 

@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"architecture (default {DEFAULTS['arch']}; llama: RMSNorm, rotary positions, SwiGLU)")
     g.add_argument("--preset", choices=list(PRESETS), help="model size (default tiny: " + ", ".join(
         f"{k} {v['n_embd']}/{v['n_head']}/{v['n_layer']}" for k, v in PRESETS.items()) + " width/heads/layers)")
-    g.add_argument("--n-embd", type=int, help="width (d_model); overrides the preset [n_embd]")
+    g.add_argument("--n-embd", type=int, help="width, C channels; overrides the preset [n_embd]")
     g.add_argument("--n-head", type=int, help="attention heads; must divide the width [n_head]")
     g.add_argument("--n-layer", type=int, help="decoder blocks [n_layer]")
     g.add_argument("--block-size", type=int, help=f"context: tokens the model reads (default: the length of the "

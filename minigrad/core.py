@@ -198,8 +198,10 @@ class Function:
     How to write your own: docs/backward.md, "Writing your own Function".
     """
 
-    mg_parents: tuple[Function | Tensor | None, ...] | None = ()  # per input: the node that computed it, the leaf
-    needs_input_grad: tuple[bool, ...] = ()  # itself, or None where no gradient is needed; None once freed
+    # The engine's own attributes on a node start with mg_, so that a Function's own (self.shape in forward, or
+    # ctx.parents in PyTorch's protocol) never collide with them; needs_input_grad is PyTorch's name on ctx.
+    mg_parents: tuple[Function | Tensor | None, ...] = ()  # per input: the node that computed it, the leaf itself,
+    needs_input_grad: tuple[bool, ...] = ()  # or None where no gradient is needed; release() keeps them (edges stay)
     mg_n_outputs: int | None = None  # how many arrays forward returned in a tuple (split); None: one array
     mg_freed = False  # True once release() dropped what backward needs: a second backward is refused
     mg_backward_hooks: tuple[Callable[..., Any], ...] = ()  # the hooks of the tensor it computed (hooks.py)

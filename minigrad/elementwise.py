@@ -434,8 +434,8 @@ def masked_fill(x: Tensor, mask: Any, value: float) -> Tensor:
         raise TypeError(f"masked_fill: float value {value} for a {x.dtype} tensor of shape {x.shape}")
     given, mask = mask, index_array("masked_fill", mask, x.device, "bf")
     if mask.dtype.kind == "f":
-        raise TypeError(f"masked_fill: expected boolean values, got dtype {mask.dtype} (True: fill); F.causal_mask "
-                        "gives an additive mask of 0 and -inf: add it to the scores (scores + F.causal_mask(T))")
+        raise TypeError(f"masked_fill: expected boolean values, got dtype {mask.dtype} (True: fill); to hide what a "
+                        "query may not see: mg.where(F.causal_mask(T), scores, -inf)")
     if not broadcasts_to(mask.shape, x.shape):
         raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's {x.shape}")
     value = as_array(value, x.dtype, x.device, "masked_fill")

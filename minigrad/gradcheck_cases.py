@@ -43,7 +43,7 @@ def _attention_head(x: Tensor, wq: Tensor, wk: Tensor, wv: Tensor) -> Tensor:
     """One causal attention head: softmax(mask(q k^T / sqrt(d))) v."""
     q, k, v = x @ wq, x @ wk, x @ wv  # (B, T, hs)
     scores = q @ k.transpose(-2, -1) * (1.0 / np.sqrt(q.shape[-1]))  # (B, T, T)
-    scores = scores + F.causal_mask(x.shape[1], dtype=x.dtype, device=x.device)  # -inf where a key is in the future
+    scores = mg.where(F.causal_mask(x.shape[1], device=x.device), scores, -np.inf)  # -inf where a key is in the future
     return F.softmax(scores) @ v
 
 

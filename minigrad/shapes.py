@@ -9,6 +9,7 @@ import functools
 import itertools
 import math
 import numbers
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,7 +26,7 @@ from minigrad.arrays import (
     padding_index,
     unbroadcast,
 )
-from minigrad.dtypes import DType, float32, number_dtype
+from minigrad.dtypes import DType, number_dtype
 from minigrad.tensor import Function, Tensor, saves_index
 
 # ---- shape ----
@@ -502,13 +503,19 @@ def _check_triangle(op: str, x: Tensor, diagonal: int) -> None:
         raise ValueError(f"{op}: needs a tensor of at least 2 dimensions, got shape {x.shape}")
 
 
-def causal_mask(T: int, T_k: int | None = None, *, dtype: DType = float32, device: str = "cpu") -> Tensor:
-    """(T, T_k) additive mask for attention scores: 0 where query i may see key j, -inf where j lies in its
-    future (the T queries are the last T of T_k positions, a key/value cache holding the earlier ones). Add it
-    to the scores, or pass it to F.scaled_dot_product_attention as attn_mask."""
+def causal_mask(T: int, T_k: int | None = None, *, device: str = "cpu", dtype: DType | None = None) -> Tensor:
+    """(T, T_k) booleans, True where query i may attend to key j, j <= i + T_k - T (the T queries are the last T of
+    T_k positions, a key/value cache holding the earlier ones): attn_mask's convention in
+    F.scaled_dot_product_attention. Hide the other scores with mg.where(mask, scores, -inf), or pass it as attn_mask.
+    dtype (before 0.5 the mask was additive, 0 and -inf): that float mask, one release more, with a warning."""
     T_k = T if T_k is None else T_k
     if T < 0 or T_k < T:
         raise ValueError(f"causal_mask: need 0 <= T <= T_k, got T={T}, T_k={T_k}")
+    if dtype is None:
+        return Tensor.wrap(allowed_keys(T, T_k, device))
+    warnings.warn("causal_mask(dtype=) is deprecated since minigrad 0.5 and goes in the next release: causal_mask is "
+                  "boolean now, True = may attend; mask scores with mg.where(F.causal_mask(T, T_k), scores, -inf)",
+                  DeprecationWarning, stacklevel=2)
     dtype = number_dtype("causal_mask", dtype)
     if dtype.kind != "f":
         raise TypeError(f"causal_mask: the mask holds -inf, so its dtype must be floating point, got {dtype}")
@@ -517,8 +524,8 @@ def causal_mask(T: int, T_k: int | None = None, *, dtype: DType = float32, devic
 
 @functools.lru_cache(maxsize=32)
 def additive_mask(T: int, T_k: int, dtype: DType, device: str) -> Any:
-    """causal_mask's (T, T_k) array, read-only: made once per shape, dtype and device (speed: attention adds it in
-    every layer of every step)."""
+    """causal_mask(dtype=)'s (T, T_k) float array, 0 where allowed_keys is True, else -inf; read-only: made once per
+    shape, dtype and device."""
     mask = backend.module_for(device).where(allowed_keys(T, T_k, device), dtype.type(0), dtype.type(-math.inf))
     if device == "cpu":
         mask.flags.writeable = False
@@ -527,7 +534,7 @@ def additive_mask(T: int, T_k: int, dtype: DType, device: str) -> Any:
 
 @functools.lru_cache(maxsize=32)
 def allowed_keys(T: int, T_k: int, device: str) -> Any:
-    """(T, T_k) booleans, True where query i may attend to key j, j <= i + T_k - T (causal_mask's 0s), as PyTorch's
+    """(T, T_k) booleans, True where query i may attend to key j, j <= i + T_k - T (causal_mask), as PyTorch's
     boolean attn_mask (True: may attend); read-only: made once per shape (speed: attention asks for it in every layer
     of every step)."""
     xp = backend.module_for(device)

@@ -1,6 +1,7 @@
 """Multi-head causal self-attention, in the order of docs/self-attention.md: project x to Q, K and V, split the
 heads, step 1 scores Q K^T / sqrt(hs), step 2 causal mask, step 3 softmax, step 4 weighted sum of V, merge the
-heads, output projection. Shapes: B batch, T time, C channels (d_model), nh heads, hs head size (d_k).
+heads, output projection. Shapes: B batch, T time, C channels (n_embd), nh heads (n_head), n_kv_head key/value
+heads, hs head size (head_size; the literature's d_k).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import minigrad as mg
 from minigrad import functional as F
 from minigrad import nn
 from minigrad.tensor import Tensor
+from models.renamed import HEADS, KV_HEADS, WIDTH, renamed_attributes, renamed_keywords
 
 
 class KVCache:
@@ -26,7 +28,7 @@ class KVCache:
         return 0 if self.k is None else self.k.shape[2]
 
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Add this step's keys and values (B, n_kv, T, hs); return all of them (B, n_kv, T_past + T, hs)."""
+        """Add this step's keys and values (B, n_kv_head, T, hs); return all of them (B, n_kv_head, T_past + T, hs)."""
         if mg.is_grad_enabled():
             raise RuntimeError("KVCache is for inference (generate): use it under mg.no_grad()")
         if self.k is None:
@@ -37,27 +39,28 @@ class KVCache:
         return self.k, self.v
 
 
-class MultiHeadSelfAttention(nn.Module):
-    """n_kv_heads: key/value heads, each shared by n_heads // n_kv_heads query heads (grouped-query attention,
-    as in LLaMA 2 and 3); None: one per query head. rotary: None, or a function (q or k (B, heads, T, hs),
-    position of its first token) -> the same shape, applied after the head split (models/llama.py's RoPE).
-    head_size: hs; None: d_model // n_heads (a checkpoint's head_dim may differ)."""
+class MultiHeadSelfAttention(nn.Module, renamed_attributes(n_heads="n_head", n_kv_heads="n_kv_head")):
+    """n_kv_head: key/value heads, each shared by n_head // n_kv_head query heads (grouped-query attention, as in
+    LLaMA 2 and 3); None: one per query head. rotary: None, or a function (q or k (B, heads, T, hs), position of its
+    first token) -> the same shape, applied after the head split (models/llama.py's RoPE). head_size: hs; None:
+    n_embd // n_head (a checkpoint's may differ)."""
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
-                 rotary: Callable[[Tensor, int], Tensor] | None = None, n_kv_heads: int | None = None,
+    @renamed_keywords(**WIDTH, **HEADS, **KV_HEADS)
+    def __init__(self, n_embd: int, n_head: int, dropout: float = 0.0, bias: bool = True,
+                 rotary: Callable[[Tensor, int], Tensor] | None = None, n_kv_head: int | None = None,
                  head_size: int | None = None) -> None:
         super().__init__()
-        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        if head_size is None and d_model % n_heads:
-            raise ValueError(f"MultiHeadSelfAttention: d_model={d_model} is not divisible by n_heads={n_heads}")
-        if n_kv_heads < 1 or n_heads % n_kv_heads:
-            raise ValueError(f"MultiHeadSelfAttention: n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}")
-        self.n_heads, self.n_kv_heads = n_heads, n_kv_heads
-        self.head_size = hs = d_model // n_heads if head_size is None else head_size
-        self.q_proj = nn.Linear(d_model, n_heads * hs, bias)  # W_Q of every head, side by side
-        self.k_proj = nn.Linear(d_model, n_kv_heads * hs, bias)  # W_K
-        self.v_proj = nn.Linear(d_model, n_kv_heads * hs, bias)  # W_V
-        self.proj = nn.Linear(n_heads * hs, d_model, bias)  # the output projection W_O: the heads mixed into C channels
+        n_kv_head = n_head if n_kv_head is None else n_kv_head
+        if head_size is None and n_embd % n_head:
+            raise ValueError(f"MultiHeadSelfAttention: n_embd={n_embd} is not divisible by n_head={n_head}")
+        if n_kv_head < 1 or n_head % n_kv_head:
+            raise ValueError(f"MultiHeadSelfAttention: n_head={n_head} is not divisible by n_kv_head={n_kv_head}")
+        self.n_head, self.n_kv_head = n_head, n_kv_head
+        self.head_size = hs = n_embd // n_head if head_size is None else head_size
+        self.q_proj = nn.Linear(n_embd, n_head * hs, bias)  # W_Q of every head, side by side
+        self.k_proj = nn.Linear(n_embd, n_kv_head * hs, bias)  # W_K
+        self.v_proj = nn.Linear(n_embd, n_kv_head * hs, bias)  # W_V
+        self.proj = nn.Linear(n_head * hs, n_embd, bias)  # the output projection W_O: the heads mixed into C channels
         self.attn_dropout = nn.Dropout(dropout)
         self.resid_dropout = nn.Dropout(dropout)
         self.rotary = rotary
@@ -66,17 +69,17 @@ class MultiHeadSelfAttention(nn.Module):
         """x (B, T, C) -> (B, T, C). With a cache, x continues the positions cached before; a trace list gets this
         layer's steps appended, as graph tensors (q, k, v, scores before the mask, weights, out; see GPT.forward)."""
         B, T, C = x.shape
-        nh, n_kv, hs = self.n_heads, self.n_kv_heads, self.head_size
+        nh, n_kv_head, hs = self.n_head, self.n_kv_head, self.head_size
         one_node = mg.is_fused_enabled() and cache is None and trace is None  # speed: steps 1-4 as one node, SDPA
         heads = self.qkv_heads if one_node and mg.is_compiled_enabled() else self.heads  # speed: Q, K, V one product
-        q, k, v = heads(x)  # (B, nh, T, hs), (B, n_kv, T, hs) twice
+        q, k, v = heads(x)  # (B, nh, T, hs), (B, n_kv_head, T, hs) twice
         if self.rotary is not None:  # LLaMA: q and k turned by their positions' angles
             start = 0 if cache is None else len(cache)
             q, k = self.rotary(q, start), self.rotary(k, start)
         if cache is not None:  # the positions cached before come first
-            k, v = cache.append(k, v)  # (B, n_kv, T_k, hs), T_k = positions cached + T
-        if n_kv != nh:  # grouped-query attention: each key/value head serves nh // n_kv query heads
-            k, v = (t.reshape(B, n_kv, 1, t.shape[2], hs).expand(B, n_kv, nh // n_kv, t.shape[2], hs)
+            k, v = cache.append(k, v)  # (B, n_kv_head, T_k, hs), T_k = positions cached + T
+        if n_kv_head != nh:  # grouped-query attention: each key/value head serves nh // n_kv_head query heads
+            k, v = (t.reshape(B, n_kv_head, 1, t.shape[2], hs).expand(B, n_kv_head, nh // n_kv_head, t.shape[2], hs)
                     .reshape(B, nh, t.shape[2], hs) for t in (k, v))  # (B, nh, T_k, hs)
         attend = self.one_node if one_node else self.four_steps
         out = attend(q, k, v, trace)  # (B, nh, T, hs)
@@ -90,13 +93,13 @@ class MultiHeadSelfAttention(nn.Module):
     def heads(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Q, K, V: plain projections of x (B, T, C), each one matrix for all heads at once, split into the heads."""
         B, T, _ = x.shape
-        nh, n_kv, hs = self.n_heads, self.n_kv_heads, self.head_size
-        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # (B, T, nh*hs), (B, T, n_kv*hs) twice
+        nh, n_kv_head, hs = self.n_head, self.n_kv_head, self.head_size
+        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # (B, T, nh*hs), (B, T, n_kv_head*hs) twice
 
         # multi-head split: head h owns channels [h*hs, (h+1)*hs) of each
         q = q.reshape(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
-        k = k.reshape(B, T, n_kv, hs).transpose(1, 2)  # (B, n_kv, T, hs)
-        v = v.reshape(B, T, n_kv, hs).transpose(1, 2)  # (B, n_kv, T, hs)
+        k = k.reshape(B, T, n_kv_head, hs).transpose(1, 2)  # (B, n_kv_head, T, hs)
+        v = v.reshape(B, T, n_kv_head, hs).transpose(1, 2)  # (B, n_kv_head, T, hs)
         return q, k, v
 
     def four_steps(self, q: Tensor, k: Tensor, v: Tensor, trace: list[dict[str, Tensor]] | None = None) -> Tensor:
@@ -106,8 +109,8 @@ class MultiHeadSelfAttention(nn.Module):
         # step 1, scores: each query against every key, divided by sqrt(hs) to keep softmax well scaled
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, T_k)
 
-        # step 2, causal mask: a position may not look at later positions (their scores become -inf)
-        masked = scores + F.causal_mask(T, T_k, dtype=q.dtype, device=q.device)  # + 0, or + -inf for a later key
+        # step 2, causal mask: a position may not look at later positions (True: may attend; the others become -inf)
+        masked = mg.where(F.causal_mask(T, T_k, device=q.device), scores, -math.inf)  # (B, nh, T, T_k)
 
         # step 3, softmax over each row: weights in [0, 1] that sum to 1
         weights = F.softmax(masked, dim=-1)  # (B, nh, T, T_k)
@@ -132,8 +135,8 @@ class MultiHeadSelfAttention(nn.Module):
         a fused step slower, not faster. The same q, k, v as heads()."""
         B, T, _ = x.shape
         projections = (self.q_proj, self.k_proj, self.v_proj)
-        weight = mg.cat([p.weight for p in projections])  # (nh*hs + 2 n_kv*hs, C)
+        weight = mg.cat([p.weight for p in projections])  # (nh*hs + 2 n_kv_head*hs, C)
         bias = None if self.q_proj.bias is None else mg.cat([p.bias for p in projections])
-        heads = F.linear(x, weight, bias).reshape(B, T, -1, self.head_size)  # (B, T, nh + 2 n_kv, hs)
-        q, k, v = heads.split([self.n_heads, self.n_kv_heads, self.n_kv_heads], dim=2)
-        return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, nh, T, hs), (B, n_kv, T, hs) twice
+        heads = F.linear(x, weight, bias).reshape(B, T, -1, self.head_size)  # (B, T, nh + 2 n_kv_head, hs)
+        q, k, v = heads.split([self.n_head, self.n_kv_head, self.n_kv_head], dim=2)
+        return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, nh, T, hs), (B, n_kv_head, T, hs) twice

@@ -19,6 +19,7 @@ from minigrad import functional as F
 from minigrad.arrays import as_array, stable_softmax
 from minigrad.tensor import Tensor, no_grad
 from models.attention import KVCache, MultiHeadSelfAttention
+from models.renamed import WIDTH, renamed_keywords, sizes_as_config
 
 IGNORE_INDEX = -100  # targets with this value are not scored (prompt tokens, padding), as in PyTorch
 Trace = list[dict[str, Tensor]]  # one dict per layer: its attention's q, k, v, scores, weights, out
@@ -32,7 +33,7 @@ class DecoderConfig:
     block_size: int = 64  # longest sequence the model reads
     n_layer: int = 2  # decoder blocks stacked
     n_head: int = 4  # attention heads per block
-    n_embd: int = 64  # channels C (d_model); each head gets n_embd // n_head
+    n_embd: int = 64  # channels C; each head gets n_embd // n_head
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
@@ -69,12 +70,13 @@ class MLP(nn.Module):
     """The feed-forward network applied to each position on its own: C -> 4C (or `hidden`), GELU, back to C.
     gelu: F.gelu's `approximate`, "tanh" (GPT-2's) or "none"."""
 
-    def __init__(self, d_model: int, dropout: float = 0.0, bias: bool = True, hidden: int | None = None,
+    @renamed_keywords(**WIDTH)
+    def __init__(self, n_embd: int, dropout: float = 0.0, bias: bool = True, hidden: int | None = None,
                  gelu: str = "tanh") -> None:
         super().__init__()
-        hidden = 4 * d_model if hidden is None else hidden
-        self.fc = nn.Linear(d_model, hidden, bias)
-        self.proj = nn.Linear(hidden, d_model, bias)  # the down projection, back to C channels
+        hidden = 4 * n_embd if hidden is None else hidden
+        self.fc = nn.Linear(n_embd, hidden, bias)
+        self.proj = nn.Linear(hidden, n_embd, bias)  # the down projection, back to C channels
         self.dropout = nn.Dropout(dropout)
         self.gelu = gelu
 
@@ -83,16 +85,17 @@ class MLP(nn.Module):
 
 
 class DecoderBlock(nn.Module):
-    """(B, T, C) -> (B, T, C), the shape it was given, which is why blocks stack. eps: LayerNorm's; hidden and
-    gelu: the MLP's."""
+    """(B, T, C) -> (B, T, C), the shape it was given, which is why blocks stack; its sizes from a GPTConfig, as
+    LlamaBlock's from a LlamaConfig."""
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True, eps: float = 1e-5,
-                 hidden: int | None = None, gelu: str = "tanh") -> None:
+    @sizes_as_config(GPTConfig)
+    def __init__(self, config: GPTConfig) -> None:
         super().__init__()
-        self.ln_1 = nn.LayerNorm(d_model, eps, bias=bias)
-        self.attn = MultiHeadSelfAttention(d_model, n_heads, dropout, bias)
-        self.ln_2 = nn.LayerNorm(d_model, eps, bias=bias)
-        self.mlp = MLP(d_model, dropout, bias, hidden, gelu)
+        C, eps, bias = config.n_embd, config.layer_norm_eps, config.bias
+        self.ln_1 = nn.LayerNorm(C, eps, bias=bias)
+        self.attn = MultiHeadSelfAttention(C, config.n_head, config.dropout, bias)
+        self.ln_2 = nn.LayerNorm(C, eps, bias=bias)
+        self.mlp = MLP(C, config.dropout, bias, config.n_inner, config.gelu)
 
     def forward(self, x: Tensor, cache: KVCache | None = None, trace: Trace | None = None) -> Tensor:
         x = x + self.attn(self.ln_1(x), cache, trace)  # tokens look at each other
@@ -228,9 +231,7 @@ class GPT(DecoderModel):
         self.wte = nn.Embedding(config.vocab_size, config.n_embd)  # token -> vector
         self.wpe = nn.Embedding(config.block_size, config.n_embd)  # position -> vector
         self.drop = nn.Dropout(config.dropout)
-        self.blocks = nn.ModuleList([DecoderBlock(config.n_embd, config.n_head, config.dropout, config.bias,
-                                                  config.layer_norm_eps, config.n_inner, config.gelu)
-                                     for _ in range(config.n_layer)])
+        self.blocks = nn.ModuleList([DecoderBlock(config) for _ in range(config.n_layer)])
         self.ln_f = nn.LayerNorm(config.n_embd, config.layer_norm_eps, bias=config.bias)
         # the head shares the token embedding (GPT-2's tie), unless the config unties it
         self.lm_head = None if config.tie_word_embeddings else nn.Linear(config.n_embd, config.vocab_size, bias=False)

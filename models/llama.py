@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import Any
 
 import minigrad as mg
@@ -17,6 +17,7 @@ from minigrad import functional as F
 from minigrad.tensor import Tensor
 from models.attention import KVCache, MultiHeadSelfAttention
 from models.gpt import DecoderConfig, DecoderModel, Trace
+from models.renamed import WIDTH, renamed_attributes, renamed_keywords, warn
 
 
 @dataclass
@@ -26,19 +27,24 @@ class LlamaConfig(DecoderConfig):  # vocab_size, block_size, n_layer, n_head, n_
     multiple_of: int = 16  # the SwiGLU hidden width, 2/3 of 4C, is rounded up to a multiple of this
     n_kv_head: int | None = None  # key/value heads (grouped-query attention); None: one per query head
     intermediate_size: int | None = None  # the SwiGLU hidden width as given (a checkpoint's); None: from multiple_of
-    head_dim: int | None = None  # the head size; None: n_embd // n_head
+    head_size: int | None = None  # hs, channels per head (a Hugging Face config's head_dim); None: n_embd // n_head
     tie_word_embeddings: bool = False  # True: the head is the token embedding (one parameter), as in small LLaMAs
+    head_dim: InitVar[int | None] = None  # head_size's name before 0.5, taken with a DeprecationWarning
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, head_dim: int | None) -> None:
         super().__post_init__()
-        for field in ("intermediate_size", "head_dim"):
+        if head_dim is not None:
+            warn("LlamaConfig(head_dim=)", "head_size=", depth=4)  # past __init__
+            self.head_size = head_dim if self.head_size is None else self.head_size
+        for field in ("intermediate_size", "head_size"):
             value = getattr(self, field)
             if value is not None and not (isinstance(value, int) and value > 0):
                 raise ValueError(f"LlamaConfig: {field} must be a positive integer or None, got {value!r}")
+        given = self.head_size is not None
+        self.head_size = self.head_size if given else self.n_embd // self.n_head  # as Hugging Face resolves head_dim
         if self.head_size % 2:
-            head_size = "head_dim" if self.head_dim is not None else "n_embd // n_head"
             raise ValueError(f"LlamaConfig: rotary embeddings turn channel pairs, so the head size "
-                             f"{head_size} = {self.head_size} must be even")
+                             f"{'head_size' if given else 'n_embd // n_head'} = {self.head_size} must be even")
         if self.n_kv_head is not None and not (isinstance(self.n_kv_head, int) and self.n_kv_head > 0
                                                and self.n_head % self.n_kv_head == 0):
             raise ValueError(f"LlamaConfig: n_kv_head must be a positive integer that divides n_head={self.n_head}, "
@@ -48,10 +54,6 @@ class LlamaConfig(DecoderConfig):  # vocab_size, block_size, n_layer, n_head, n_
         for field in ("norm_eps", "rope_base"):
             if not (math.isfinite(getattr(self, field)) and getattr(self, field) > 0):
                 raise ValueError(f"LlamaConfig: {field} must be a finite number above 0, got {getattr(self, field)}")
-
-    @property
-    def head_size(self) -> int:
-        return self.n_embd // self.n_head if self.head_dim is None else self.head_dim
 
 
 class RotaryEmbedding(nn.Module):
@@ -100,45 +102,46 @@ class SwiGLU(nn.Module):
     unless `hidden` gives it (a checkpoint's intermediate_size).
     """
 
-    def __init__(self, d_model: int, multiple_of: int, dropout: float = 0.0, hidden: int | None = None) -> None:
+    @renamed_keywords(**WIDTH)
+    def __init__(self, n_embd: int, multiple_of: int, dropout: float = 0.0, hidden: int | None = None) -> None:
         super().__init__()
         if hidden is None:
-            hidden = multiple_of * math.ceil(int(2 * 4 * d_model / 3) / multiple_of)
-        self.w1 = nn.Linear(d_model, hidden, bias=False)  # the gate
-        self.w3 = nn.Linear(d_model, hidden, bias=False)  # the value it gates
-        self.w2 = nn.Linear(hidden, d_model, bias=False)  # back to C channels
+            hidden = multiple_of * math.ceil(int(2 * 4 * n_embd / 3) / multiple_of)
+        self.w1 = nn.Linear(n_embd, hidden, bias=False)  # the gate
+        self.w3 = nn.Linear(n_embd, hidden, bias=False)  # the value it gates
+        self.w2 = nn.Linear(hidden, n_embd, bias=False)  # back to C channels
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.dropout(self.w2(F.silu(self.w1(x)) * self.w3(x)))  # (B, T, C)
 
 
-class LlamaBlock(nn.Module):
+class LlamaBlock(nn.Module, renamed_attributes(norm_1="ln_1", norm_2="ln_2")):
     """models/gpt.py's DecoderBlock with RMSNorm, rotary attention without biases, and SwiGLU."""
 
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__()
         C, nh, hs = config.n_embd, config.n_head, config.head_size
-        self.norm_1 = nn.RMSNorm(C, eps=config.norm_eps)
-        self.attn = MultiHeadSelfAttention(C, nh, config.dropout, bias=False, n_kv_heads=config.n_kv_head,
+        self.ln_1 = nn.RMSNorm(C, eps=config.norm_eps)  # ln_1, ln_2 and ln_f as the GPT's, though RMSNorms
+        self.attn = MultiHeadSelfAttention(C, nh, config.dropout, bias=False, n_kv_head=config.n_kv_head,
                                            rotary=RotaryEmbedding(hs, config.rope_base), head_size=hs)
-        self.norm_2 = nn.RMSNorm(C, eps=config.norm_eps)
+        self.ln_2 = nn.RMSNorm(C, eps=config.norm_eps)
         self.mlp = SwiGLU(C, config.multiple_of, config.dropout, config.intermediate_size)
 
     def forward(self, x: Tensor, cache: KVCache | None = None, trace: Trace | None = None) -> Tensor:
-        x = x + self.attn(self.norm_1(x), cache, trace)  # tokens look at each other
-        x = x + self.mlp(self.norm_2(x))  # each token thinks on its own
+        x = x + self.attn(self.ln_1(x), cache, trace)  # tokens look at each other
+        x = x + self.mlp(self.ln_2(x))  # each token thinks on its own
         return x
 
 
-class Llama(DecoderModel):
+class Llama(DecoderModel, renamed_attributes(norm_f="ln_f")):
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__()
         self.config = config
         self.wte = nn.Embedding(config.vocab_size, config.n_embd)  # token -> vector; no position table
         self.drop = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList([LlamaBlock(config) for _ in range(config.n_layer)])
-        self.norm_f = nn.RMSNorm(config.n_embd, eps=config.norm_eps)
+        self.ln_f = nn.RMSNorm(config.n_embd, eps=config.norm_eps)
         # untied, as in LLaMA; tied (the token embedding read backwards) where the config says so
         self.lm_head = None if config.tie_word_embeddings else nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.init_weights("attn.proj.weight", "mlp.w2.weight")  # GPT-2's, with the residual projections smaller
@@ -151,4 +154,4 @@ class Llama(DecoderModel):
         x = self.drop(self.wte(idx))  # (B, T, C): positions enter in attention, as rotations of q and k
         for i, block in enumerate(self.blocks):
             x = block(x, None if caches is None else caches[i], trace)  # (B, T, C)
-        return self.head(self.norm_f(x), targets)  # (B, T, vocab), and the loss
+        return self.head(self.ln_f(x), targets)  # (B, T, vocab), and the loss

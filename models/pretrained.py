@@ -203,7 +203,7 @@ def llama_config(hf: dict[str, Any], path: str) -> LlamaConfig:
                        norm_eps=setting(hf, "rms_norm_eps", path, 1e-6),
                        rope_base=float(rope.get("rope_theta", setting(hf, "rope_theta", path, 10000.0))),
                        n_kv_head=setting(hf, "num_key_value_heads", path, n_head),
-                       intermediate_size=setting(hf, "intermediate_size", path), head_dim=hf.get("head_dim"),
+                       intermediate_size=setting(hf, "intermediate_size", path), head_size=hf.get("head_dim"),
                        tie_word_embeddings=setting(hf, "tie_word_embeddings", path, False))
 
 
@@ -227,8 +227,8 @@ def gpt2_plan(config: GPTConfig) -> Plan:
 
 def llama_plan(config: LlamaConfig) -> Plan:
     """LlamaForCausalLM's tensor names -> minigrad's (the same (out, in) layout; gate_proj is W1, up_proj W3)."""
-    plan: Plan = {"embed_tokens.weight": (["wte.weight"], False), "norm.weight": (["norm_f.weight"], False)}
-    names = {"input_layernorm": "norm_1", "post_attention_layernorm": "norm_2", "self_attn.q_proj": "attn.q_proj",
+    plan: Plan = {"embed_tokens.weight": (["wte.weight"], False), "norm.weight": (["ln_f.weight"], False)}
+    names = {"input_layernorm": "ln_1", "post_attention_layernorm": "ln_2", "self_attn.q_proj": "attn.q_proj",
              "self_attn.k_proj": "attn.k_proj", "self_attn.v_proj": "attn.v_proj", "self_attn.o_proj": "attn.proj",
              "mlp.gate_proj": "mlp.w1", "mlp.up_proj": "mlp.w3", "mlp.down_proj": "mlp.w2"}
     for i in range(config.n_layer):

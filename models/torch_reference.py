@@ -18,7 +18,7 @@ IGNORE_INDEX = -100  # as models.gpt: targets with this value are not scored
 class MultiHeadSelfAttention(nn.Module):
     def __init__(self, C: int, nh: int, dropout: float, bias: bool) -> None:
         super().__init__()
-        self.n_heads = nh
+        self.n_head = nh
         self.q_proj = nn.Linear(C, C, bias)  # weight (C, C), laid out (out, in) as minigrad's Linear
         self.k_proj = nn.Linear(C, C, bias)
         self.v_proj = nn.Linear(C, C, bias)
@@ -29,7 +29,7 @@ class MultiHeadSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
-        nh, hs = self.n_heads, C // self.n_heads
+        nh, hs = self.n_head, C // self.n_head
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # each (B, T, C)
         q = q.view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
         k = k.view(B, T, nh, hs).transpose(1, 2)  # (B, nh, T, hs)
@@ -108,12 +108,12 @@ class LlamaAttention(nn.Module):
     """Causal self-attention with rotary position embeddings: channel pair (i, i + hs/2) of each head,
     read as the complex number x_i + 1j x_{i+hs/2}, is multiplied by exp(1j * position * theta_i)."""
 
-    def __init__(self, C: int, nh: int, rope_base: float, n_kv: int) -> None:
+    def __init__(self, C: int, nh: int, rope_base: float, n_kv_head: int) -> None:
         super().__init__()
-        self.n_heads, self.n_kv, self.rope_base = nh, n_kv, rope_base
+        self.n_head, self.n_kv_head, self.rope_base = nh, n_kv_head, rope_base
         self.q_proj = nn.Linear(C, C, bias=False)
-        self.k_proj = nn.Linear(C, C // nh * n_kv, bias=False)
-        self.v_proj = nn.Linear(C, C // nh * n_kv, bias=False)
+        self.k_proj = nn.Linear(C, C // nh * n_kv_head, bias=False)
+        self.v_proj = nn.Linear(C, C // nh * n_kv_head, bias=False)
         self.proj = nn.Linear(C, C, bias=False)
 
     def rotate(self, x: torch.Tensor) -> torch.Tensor:
@@ -126,10 +126,11 @@ class LlamaAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
-        q = self.q_proj(x).view(B, T, self.n_heads, -1).transpose(1, 2)  # (B, nh, T, hs)
-        k, v = (p(x).view(B, T, self.n_kv, -1).transpose(1, 2) for p in (self.k_proj, self.v_proj))  # (B, n_kv, T, hs)
+        q = self.q_proj(x).view(B, T, self.n_head, -1).transpose(1, 2)  # (B, nh, T, hs)
+        k, v = (p(x).view(B, T, self.n_kv_head, -1).transpose(1, 2)
+                for p in (self.k_proj, self.v_proj))  # (B, n_kv_head, T, hs)
         out = F.scaled_dot_product_attention(self.rotate(q), self.rotate(k), v, is_causal=True,
-                                             enable_gqa=self.n_kv != self.n_heads)  # (B, nh, T, hs)
+                                             enable_gqa=self.n_kv_head != self.n_head)  # (B, nh, T, hs)
         return self.proj(out.transpose(1, 2).reshape(B, T, C))
 
 
@@ -138,15 +139,15 @@ class LlamaBlock(nn.Module):
         super().__init__()
         C, m = config.n_embd, config.multiple_of
         hidden = m * -(-int(8 * C / 3) // m)  # 2/3 of 4C, rounded up to a multiple of m
-        self.norm_1 = nn.RMSNorm(C, eps=config.norm_eps)
+        self.ln_1 = nn.RMSNorm(C, eps=config.norm_eps)
         self.attn = LlamaAttention(C, config.n_head, config.rope_base, config.n_kv_head or config.n_head)
-        self.norm_2 = nn.RMSNorm(C, eps=config.norm_eps)
+        self.ln_2 = nn.RMSNorm(C, eps=config.norm_eps)
         self.mlp = nn.ModuleDict({"w1": nn.Linear(C, hidden, bias=False), "w2": nn.Linear(hidden, C, bias=False),
                                   "w3": nn.Linear(C, hidden, bias=False)})
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.norm_1(x))
-        h = self.norm_2(x)
+        x = x + self.attn(self.ln_1(x))
+        h = self.ln_2(x)
         return x + self.mlp["w2"](F.silu(self.mlp["w1"](h)) * self.mlp["w3"](h))  # SwiGLU
 
 
@@ -158,7 +159,7 @@ class TorchLlama(nn.Module):
         self.config = config
         self.wte = nn.Embedding(config.vocab_size, config.n_embd)
         self.blocks = nn.ModuleList([LlamaBlock(config) for _ in range(config.n_layer)])
-        self.norm_f = nn.RMSNorm(config.n_embd, eps=config.norm_eps)
+        self.ln_f = nn.RMSNorm(config.n_embd, eps=config.norm_eps)
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None
@@ -167,7 +168,7 @@ class TorchLlama(nn.Module):
         x = self.wte(idx)
         for block in self.blocks:
             x = block(x)
-        logits = self.lm_head(self.norm_f(x))  # (B, T, V)
+        logits = self.lm_head(self.ln_f(x))  # (B, T, V)
         if targets is None:
             return logits, None
         return logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)

@@ -153,9 +153,9 @@ def test_steps_are_the_model_s_own_numbers(arch):
     model = GPT(GPTConfig(**sizes)) if arch == "gpt" else Llama(LlamaConfig(**sizes, n_kv_head=2))
     ids = task.encode("我 吃 蘋果 ， 蘋果 被 我")
     steps, traces = attention_steps(model, task, ids), trace_attention(model, ids)
-    T, d_k = len(ids), 4
+    T, hs = len(ids), 4
     assert steps.scores.shape == steps.weights.shape == steps.shares.shape == (2, 4, T, T)
-    assert steps.products.shape == (2, 4, T, T, d_k) and steps.query == 5 and len(steps.heads) == T
+    assert steps.products.shape == (2, 4, T, T, hs) and steps.query == 5 and len(steps.heads) == T
     for layer, trace in enumerate(traces):
         np.testing.assert_array_equal(steps.scores[layer], trace["scores"].numpy()[0])  # step 1, before the mask
         np.testing.assert_array_equal(steps.weights[layer], trace["weights"].numpy()[0])
@@ -163,7 +163,7 @@ def test_steps_are_the_model_s_own_numbers(arch):
     assert (steps.weights[..., ~steps.kept] == 0).all() and (steps.shares[..., ~steps.kept] == 0).all()
     np.testing.assert_allclose(steps.shares.sum(-1), 1, rtol=1e-12)
     # the neuron view's products add up to the score the model computed in float32
-    np.testing.assert_allclose(steps.products.sum(-1) / np.sqrt(d_k), steps.scores, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(steps.products.sum(-1) / np.sqrt(hs), steps.scores, rtol=1e-5, atol=1e-6)
     layer, head, why = steps.heads[steps.query]
     assert (layer, head, why) == choose_head(list(steps.weights), steps.query, None, None)
 
@@ -183,7 +183,7 @@ def test_every_column_has_its_legend_line(trained):
     header = re.search(r"^\s+pos\s+token\s+1 score\s+2 mask\s+3 weight\s+4 share$", out, flags=re.M)
     assert header is not None
     legend = out[out.index("Attention in layer"):header.start()]
-    for step, what in ((1, "score_j = q . k_j / sqrt(d_k)"), (2, "causal mask"), (3, "softmax"),
+    for step, what in ((1, "score_j = q . k_j / sqrt(hs)"), (2, "causal mask"), (3, "softmax"),
                        (4, "output b = sum_j weight_j v_j")):
         assert re.search(rf"^\s+step {step}\s+.*{re.escape(what)}", legend, flags=re.M), step
     assert "share_j = weight_j |v_j| / sum_i weight_i |v_i|" in legend
@@ -325,17 +325,17 @@ def test_graph_draws_the_layer_s_four_steps_with_the_trace_s_gradients(trained, 
     def feeds(node: str) -> list[str]:  # the ops a tensor goes into
         return sorted(op[b] for a, b in edges if a == node)
 
-    # step 1: q and k's transpose into a MatMul, times 1/sqrt(d_k): the scores
+    # step 1: q and k's transpose into a MatMul, times 1/sqrt(hs): the scores
     mul = inputs(named["scores"])[0]
     matmul = inputs(inputs(mul)[0])[0]
     assert op[mul] == "Mul" and op[matmul] == "MatMul" and feeds(named["k"]) == ["Permute"]
     assert named["q"] in inputs(matmul) and feeds(named["q"]) == ["MatMul"]
-    # step 2, the mask: an Add; step 3: a softmax gives the weights; step 4: weights and v into one MatMul
-    assert feeds(named["scores"]) == ["Add"] and op[inputs(named["weights"])[0]] == "SoftmaxFunction"
+    # step 2, the mask: a Where; step 3: a softmax gives the weights; step 4: weights and v into one MatMul
+    assert feeds(named["scores"]) == ["Where"] and op[inputs(named["weights"])[0]] == "SoftmaxFunction"
     assert feeds(named["weights"]) == ["MatMul"] and feeds(named["v"]) == ["MatMul"]
     assert [b for a, b in edges if a == named["weights"]] == [b for a, b in edges if a == named["v"]]
-    assert sorted(op.values()) == ["Add", "MatMul", "MatMul", "Mul", "Permute", "Permute", "Reshape",
-                                   "SoftmaxFunction"]
+    assert sorted(op.values()) == ["MatMul", "MatMul", "Mul", "Permute", "Permute", "Reshape", "SoftmaxFunction",
+                                   "Where"]
     for name, tensor in traced.layers[layer].items():  # each named tensor's gradient, as the trace has it
         norm = np.linalg.norm(tensor.grad.numpy().astype(np.float64))
         assert f"grad norm {norm:.4g}" in nodes[named[name]], name

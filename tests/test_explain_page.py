@@ -139,7 +139,7 @@ def test_the_neuron_view_takes_the_score_apart(run, browser):
     assert title == "Neuron view: layer 1, head 1, query 6 (我) · key 2 (蘋果)"
     task, model = restore(load_checkpoint(out), "cpu")
     steps = attention_steps(model, task, task.encode(PROMPT))
-    expected = steps.products[1, 1, 6, 2]  # (d_k,) q_n k_2,n
+    expected = steps.products[1, 1, 6, 2]  # (hs,) q_n k_2,n
     assert products == [f"{p:.3f}" for p in expected]
     score = text_table(explain(out, "--query", "6", "--layer", "1", "--head", "1"))[1][2][2]
     assert total.endswith(f"/ √{len(expected)} = {score}, step 1's score of key 2")
@@ -259,7 +259,7 @@ def test_a_clicked_node_of_the_graph_shows_the_trace_s_values_and_gradient(run, 
     assert "all 2 heads at once, batched as the engine computes them" in browser.find_element("id", "graph-note").text
     assert "target: 我, the token after position 5" in browser.find_element("id", "why-target").text
     ops = [t.text for t in browser.find_elements("css selector", "#graph-picture .op text")]
-    assert sorted(ops) == ["Add", "MatMul", "MatMul", "Mul", "Permute", "Permute", "Reshape", "SoftmaxFunction"]
+    assert sorted(ops) == ["MatMul", "MatMul", "Mul", "Permute", "Permute", "Reshape", "SoftmaxFunction", "Where"]
     hs = traced.layers[layer]["q"].shape[-1]
     for query, head, name in ((5, 0, "scores"), (2, 1, "scores"), (6, 1, "weights"), (3, 0, "q"), (4, 1, "v"),
                               (5, 1, "out"), (1, 0, "k")):

@@ -133,7 +133,7 @@ def trace_second_iteration(argv: list[str]) -> set[tuple[str, str]]:
 # the teaching Functions of the default run's step (GPT, tanh GELU, attention written out), each forward and backward
 TEACHING = {f"{cls}.{method}" for cls in ("EmbeddingFunction", "LayerNormFunction", "LinearFunction", "MatMul",
                                           "SoftmaxFunction", "SlopeFunction", "CrossEntropyFunction", "Add", "Mul",
-                                          "Reshape", "Permute")
+                                          "Where", "Reshape", "Permute")
             for method in ("forward", "backward")}
 SPEED_FILES = {"minigrad/kernels.py", "minigrad/compiled_functions.py"}
 

@@ -6,13 +6,16 @@ parts (rotary positions, SwiGLU, RMSNorm) are tested at the end, and against its
 the GPT's.
 """
 
+import math
+
 import numpy as np
 import pytest
 
 import minigrad as mg
 from minigrad import backend, optim
-from models import GPT, IGNORE_INDEX, DecoderBlock, GPTConfig, KVCache, Llama, LlamaConfig, MultiHeadSelfAttention
-from models.llama import LlamaBlock, RotaryEmbedding
+from minigrad import functional as F
+from models import GPT, IGNORE_INDEX, MLP, DecoderBlock, GPTConfig, KVCache, Llama, LlamaConfig, MultiHeadSelfAttention
+from models.llama import LlamaBlock, RotaryEmbedding, SwiGLU
 
 TINY = dict(vocab_size=7, block_size=6, n_layer=2, n_head=2, n_embd=8)
 ARCHS = {"gpt": (GPT, GPTConfig), "llama": (Llama, LlamaConfig)}
@@ -51,7 +54,7 @@ def test_gradcheck_attention(device):
 
 def test_gradcheck_decoder_block(device):
     mg.manual_seed(0)
-    block = scramble(DecoderBlock(8, 2).to(device).to(mg.float64))
+    block = scramble(DecoderBlock(GPTConfig(n_embd=8, n_head=2)).to(device).to(mg.float64))
     x = mg.tensor(np.random.default_rng(1).standard_normal((2, 4, 8)), requires_grad=True, device=device)
     params = block.parameters()
     assert len(params) == 16  # two LayerNorms, q/k/v_proj, attn proj, fc, mlp proj: weight and bias each
@@ -433,3 +436,67 @@ def test_llama_swiglu_width_and_untied_head():
     assert params["blocks.0.mlp.w1.weight"].shape == (176, 64)  # 2/3 of 4 * 64 = 170, rounded up to 16s
     assert params["lm_head.weight"].shape == (7, 64) and "wpe.weight" not in params
     assert not any(name.endswith("bias") for name in params)
+
+
+# ---- one name per quantity (0.5): the names before it still work for one release, with a warning ----
+
+def test_the_blocks_are_built_from_their_config_and_their_norms_are_named_alike():
+    gpt_block, llama_block = DecoderBlock(GPTConfig(**TINY)), LlamaBlock(LlamaConfig(**TINY))
+    for block in (gpt_block, llama_block):
+        assert [name for name, _ in block.named_children()] == ["ln_1", "attn", "ln_2", "mlp"]
+        assert (block.attn.n_head, block.attn.n_kv_head, block.attn.head_size) == (2, 2, 4)
+    assert "ln_f.weight" in Llama(LlamaConfig(**TINY)).state_dict()
+
+
+def test_the_names_before_0_5_build_the_same_modules_with_a_warning_naming_the_new_one():
+    with pytest.warns(DeprecationWarning, match=r"DecoderBlock\(d_model, n_heads, dropout\).*use DecoderBlock\(GPT"):
+        old = DecoderBlock(8, 2, 0.1)
+    with pytest.warns(DeprecationWarning, match=r"DecoderBlock\(d_model, n_heads, bias, gelu\)"):
+        DecoderBlock(d_model=8, n_heads=2, bias=False, gelu="none")
+    new = DecoderBlock(GPTConfig(n_embd=8, n_head=2, dropout=0.1))
+    assert {k: v.shape for k, v in old.state_dict().items()} == {k: v.shape for k, v in new.state_dict().items()}
+    assert old.attn.attn_dropout.p == 0.1
+    for call, new_name in ((lambda: MultiHeadSelfAttention(d_model=8, n_heads=2, n_kv_heads=1), "n_embd="),
+                           (lambda: MLP(d_model=8), "n_embd="), (lambda: SwiGLU(d_model=8, multiple_of=4), "n_embd=")):
+        with pytest.warns(DeprecationWarning, match=f"use {new_name}"):
+            module = call()
+        assert module.state_dict()
+    with pytest.warns(DeprecationWarning, match=r"MultiHeadSelfAttention\(n_kv_heads=\).*use n_kv_head="):
+        attn = MultiHeadSelfAttention(8, 2, n_kv_heads=1)
+    assert (attn.n_head, attn.n_kv_head) == (2, 1)
+    with pytest.raises(TypeError, match="got both n_heads= and n_head="):
+        MultiHeadSelfAttention(8, n_heads=2, n_head=2)
+    with pytest.warns(DeprecationWarning, match=r"MultiHeadSelfAttention.n_kv_heads is deprecated.*use .n_kv_head"):
+        assert attn.n_kv_heads == 1
+    llama = Llama(LlamaConfig(**TINY))
+    with pytest.warns(DeprecationWarning, match=r"LlamaBlock.norm_2 is deprecated.*use .ln_2"):
+        assert llama.blocks[0].norm_2 is llama.blocks[0].ln_2
+    with pytest.warns(DeprecationWarning, match=r"Llama.norm_f is deprecated.*use .ln_f"):
+        assert llama.norm_f is llama.ln_f
+    with pytest.warns(DeprecationWarning, match=r"LlamaConfig\(head_dim=\).*use head_size="):
+        config = LlamaConfig(**TINY, head_dim=6)
+    assert config.head_size == 6 and LlamaConfig(**TINY).head_size == TINY["n_embd"] // TINY["n_head"]
+
+
+def four_steps_as_in_0_4(self, q, k, v, trace=None):
+    """MultiHeadSelfAttention.four_steps as 0.4 wrote it: the causal mask added, 0 or -inf."""
+    T, T_k, hs = q.shape[2], k.shape[2], q.shape[3]
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+    masked = scores + mg.tensor(np.where(np.tril(np.ones((T, T_k), bool), T_k - T), 0.0, -np.inf), device=q.device)
+    return self.attn_dropout(F.softmax(masked, dim=-1)) @ v
+
+
+@pytest.mark.parametrize("arch", ["gpt", "llama"])
+def test_the_boolean_causal_mask_gives_the_logits_and_gradients_of_the_additive_one(monkeypatch, arch):
+    """Step 2 takes F.causal_mask's booleans (True: may attend) through mg.where, where 0.4 added 0 or -inf: the
+    same logits and gradients, in float64, to 1e-12."""
+    idx, targets = tokens((2, 6)), tokens((2, 6), seed=1)
+    results = []
+    for four_steps in (MultiHeadSelfAttention.four_steps, four_steps_as_in_0_4):
+        monkeypatch.setattr(MultiHeadSelfAttention, "four_steps", four_steps)
+        model = tiny_gpt(arch=arch)
+        logits, loss = model(idx, targets)
+        loss.backward()
+        results.append([logits.numpy(), *(p.grad.numpy() for p in model.parameters())])
+    for now, before in zip(*results, strict=True):
+        np.testing.assert_allclose(now, before, rtol=1e-12, atol=1e-12)

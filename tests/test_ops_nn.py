@@ -229,10 +229,10 @@ def test_rms_norm_refuses_shapes_that_do_not_fit(rand) -> None:
 # ---- scaled dot-product attention ----
 
 def composed_weights(q, k, mask=None):
-    """The steps written out, as models/attention.py does: scores, an additive mask, softmax."""
+    """The steps written out, as models/attention.py does: scores, the boolean mask (True: may attend), softmax."""
     scores = (q @ k.transpose(-2, -1)) * (1 / np.sqrt(q.shape[-1]))
     if mask is not None:
-        scores = scores + mask
+        scores = mg.where(mask, scores, -np.inf)
     return F.softmax(scores, axis=-1)
 
 
@@ -254,7 +254,7 @@ def test_sdpa_with_causal_mask_is_the_kv_cache_mask(rand, T, T_k) -> None:
     """attn_mask=F.causal_mask(T, T_k): the T queries are the last T of T_k positions, as a KV cache needs."""
     q, k, v = rand(2, 3, T, 4), rand(2, 3, T_k, 4), rand(2, 3, T_k, 5)
     qt, kt, vt = twins = twins_of((q, k, v))
-    mask = F.causal_mask(T, T_k, dtype=q.dtype, device=q.device)
+    mask = F.causal_mask(T, T_k, device=q.device)
     fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     composed = composed_weights(qt, kt, mask) @ vt
     assert_same_values_and_gradients(fused, composed, (q, k, v), twins)
@@ -278,7 +278,7 @@ def test_sdpa_is_causal_aligns_top_left_as_torch(L, S) -> None:
     for a, b in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), **TOL)
     if L < S:  # the bottom-right mask answers differently
-        kv_cache = F.scaled_dot_product_attention(*ours, attn_mask=F.causal_mask(L, S, dtype=mg.float64))
+        kv_cache = F.scaled_dot_product_attention(*ours, attn_mask=F.causal_mask(L, S))
         assert not np.allclose(kv_cache.numpy(), out.numpy())
 
 
@@ -314,7 +314,7 @@ def test_a_query_that_sees_no_key_gets_zeros_from_sdpa_and_nan_written_out_as_in
     sdpa, written = ([mg.tensor(a, requires_grad=True) for a in (q, k, v)] for _ in range(2))
     ours = F.scaled_dot_product_attention(*sdpa, attn_mask=mask)
     with np.errstate(invalid="ignore"):  # -inf - (-inf) in the softmax of query 1's row
-        ours_written = composed_weights(*written[:2], mg.tensor(mask)) @ written[2]
+        ours_written = F.softmax(written[0] @ written[1].transpose(-2, -1) / 2 + mg.tensor(mask), axis=-1) @ written[2]
     tq, tk, tv = (_t(a, requires_grad=True) for a in (q, k, v))
     theirs = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=_t(mask))
     theirs_written = torch.softmax(tq @ tk.transpose(-2, -1) / 2 + _t(mask), dim=-1) @ tv
@@ -335,24 +335,24 @@ def test_a_query_that_sees_no_key_gets_zeros_from_sdpa_and_nan_written_out_as_in
 
 
 def test_sdpa_with_the_projects_causal_mask_is_causal_attention(rand) -> None:
-    """F.causal_mask is additive (0 / -inf), so as attn_mask it hides the future, exactly as is_causal does for as
+    """F.causal_mask is boolean, True: may attend, so as attn_mask it hides the future, exactly as is_causal does for as
     many queries as keys; with fewer queries, they are the last ones (a KV cache's)."""
     q, k, v = rand(2, 3, 4, 4), rand(2, 3, 6, 4), rand(2, 3, 6, 5)
-    square = F.scaled_dot_product_attention(k, k, v, attn_mask=F.causal_mask(6, dtype=q.dtype, device=q.device))
+    square = F.scaled_dot_product_attention(k, k, v, attn_mask=F.causal_mask(6, device=q.device))
     np.testing.assert_array_equal(square.numpy(), F.scaled_dot_product_attention(k, k, v, is_causal=True).numpy())
-    with_mask = F.scaled_dot_product_attention(q, k, v, attn_mask=F.causal_mask(4, 6, dtype=q.dtype, device=q.device))
+    with_mask = F.scaled_dot_product_attention(q, k, v, attn_mask=F.causal_mask(4, 6, device=q.device))
     changed = v.numpy().copy()
     changed[..., -1, :] += 1  # the last key's value: in the future of every query but the last
     moved = F.scaled_dot_product_attention(q, k, mg.tensor(changed, device=q.device),
-                                           attn_mask=F.causal_mask(4, 6, dtype=q.dtype, device=q.device))
+                                           attn_mask=F.causal_mask(4, 6, device=q.device))
     np.testing.assert_array_equal(moved.numpy()[..., :3, :], with_mask.numpy()[..., :3, :])
     assert not np.allclose(moved.numpy()[..., 3, :], with_mask.numpy()[..., 3, :])
 
 
 def test_the_allowed_keys_are_made_once_per_shape_and_cannot_be_written() -> None:
     """The cached triangle attention reads in every layer: the same array each time, read-only, so that no caller
-    can change the mask of the next one; True where a query may attend, as PyTorch's boolean attn_mask, and
-    causal_mask's 0s lie exactly on it (its -inf off it)."""
+    can change the mask of the next one; True where a query may attend, as PyTorch's boolean attn_mask: F.causal_mask
+    is it."""
     from minigrad.shapes import allowed_keys
 
     first = allowed_keys(3, 5, "cpu")
@@ -360,7 +360,7 @@ def test_the_allowed_keys_are_made_once_per_shape_and_cannot_be_written() -> Non
     np.testing.assert_array_equal(first, np.arange(5)[None, :] <= np.arange(3)[:, None] + 2)
     with pytest.raises(ValueError, match="read-only"):
         first[0, 0] = False
-    np.testing.assert_array_equal(F.causal_mask(3, 5).numpy() == 0, first)
+    np.testing.assert_array_equal(F.causal_mask(3, 5).numpy(), first)
 
 
 @needs_torch
@@ -395,17 +395,20 @@ def test_sdpa_takes_both_kinds_of_mask_as_torch_does(kind: str, path: str) -> No
         np.testing.assert_allclose(grad(m), t.grad.numpy(), **tol)
 
 
-def test_causal_mask_as_a_boolean_mask_is_is_causal(rand) -> None:
-    """F.causal_mask(T, T_k) == 0 is the boolean mask of the same convention (True: may attend): as attn_mask it
-    gives what the float mask itself gives (the last T of T_k positions, a KV cache's), and for as many queries as
-    keys what is_causal gives."""
+def test_causal_mask_with_a_dtype_is_the_additive_mask_before_0_5(rand) -> None:
+    """F.causal_mask(T, T_k, dtype=) still gives the float mask of 0.4 (0 where the boolean one is True, -inf
+    elsewhere) for one release, with a DeprecationWarning: as attn_mask it gives what the boolean one gives (the last
+    T of T_k positions, a KV cache's), and for as many queries as keys what is_causal gives."""
     q, k, v = rand(2, 3, 4, 4), rand(2, 3, 6, 4), rand(2, 3, 6, 5)
     for queries, T in ((q, 4), (k, 6)):
-        causal = F.causal_mask(T, 6, dtype=q.dtype, device=q.device)
+        causal = F.causal_mask(T, 6, device=q.device)
+        with pytest.warns(DeprecationWarning, match="causal_mask is boolean now"):
+            additive = F.causal_mask(T, 6, dtype=q.dtype, device=q.device)
+        np.testing.assert_array_equal(additive.numpy(), np.where(causal.numpy(), 0.0, -np.inf))
         expected = F.scaled_dot_product_attention(queries, k, v, attn_mask=causal).numpy()
         if T == 6:
             np.testing.assert_array_equal(F.scaled_dot_product_attention(k, k, v, is_causal=True).numpy(), expected)
-        np.testing.assert_allclose(F.scaled_dot_product_attention(queries, k, v, attn_mask=causal == 0).numpy(),
+        np.testing.assert_allclose(F.scaled_dot_product_attention(queries, k, v, attn_mask=additive).numpy(),
                                    expected, rtol=1e-12, atol=1e-12)
 
 
@@ -418,7 +421,7 @@ def test_masked_fill_takes_pytorchs_opposite_sense_and_refuses_a_float_mask(rand
     ours = F.masked_fill(mg.tensor(x), ~allowed, float("-inf")).numpy()
     np.testing.assert_array_equal(ours, _t(x).masked_fill(_t(~allowed), float("-inf")).numpy())
     np.testing.assert_array_equal(ours == x, allowed)
-    np.testing.assert_array_equal(ours, x + F.causal_mask(3, 5, dtype=mg.float64).numpy())
+    np.testing.assert_array_equal(ours, np.where(F.causal_mask(3, 5).numpy(), x, -np.inf))
     with pytest.raises(TypeError, match="boolean values"):
         F.masked_fill(mg.tensor(x), np.where(allowed, 0.0, -np.inf), 0.0)
     with pytest.raises(RuntimeError):

@@ -291,15 +291,15 @@ def test_case_matches_torch(case: Case) -> None:
 
 @pytest.mark.parametrize("T, T_k", [(1, 1), (4, 4), (3, 7)])
 def test_causal_mask_is_torch_triu(T: int, T_k: int) -> None:
-    """Query i sits at position i + T_k - T, so it may see keys 0 .. i + T_k - T: an additive mask of 0 there and
-    -inf beyond, as torch.nn.Transformer.generate_square_subsequent_mask makes for T == T_k."""
+    """Query i sits at position i + T_k - T, so it may see keys 0 .. i + T_k - T: True there and False beyond, where
+    torch.nn.Transformer.generate_square_subsequent_mask puts its 0s and -infs for T == T_k."""
     future = torch.triu(torch.ones(T, T_k, dtype=torch.bool), diagonal=T_k - T + 1)
-    expected = torch.zeros(T, T_k).masked_fill(future, float("-inf")).numpy()
     mask = F.causal_mask(T, T_k)
-    assert mask.dtype == np.float32 and not mask.requires_grad
-    np.testing.assert_array_equal(mask.numpy(), expected)
+    assert mask.dtype == np.bool_ and not mask.requires_grad
+    np.testing.assert_array_equal(mask.numpy(), ~future.numpy())
     if T == T_k:
-        np.testing.assert_array_equal(mask.numpy(), torch.nn.Transformer.generate_square_subsequent_mask(T).numpy())
+        square = torch.nn.Transformer.generate_square_subsequent_mask(T, dtype=torch.float64).numpy()
+        np.testing.assert_array_equal(mask.numpy(), square == 0)
 
 
 def test_max_ties_match_torch_amax() -> None:

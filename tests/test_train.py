@@ -146,9 +146,43 @@ def resume_old_as_whole(capsys, tmp_path: Path, whole: dict) -> str:
     return out
 
 
+def as_format_5(path: Path) -> None:
+    """Rewrite a checkpoint as minigrad 0.4 wrote it, before format 6: a Llama's norms named norm_1, norm_2 and norm_f,
+    its config's head size head_dim (None where it is n_embd // n_head)."""
+    ckpt = mg.load(path)
+    assert ckpt["format"] == 6
+    ckpt["format"] = 5
+    old = {"ln_1": "norm_1", "ln_2": "norm_2", "ln_f": "norm_f"} if ckpt["settings"]["arch"] == "llama" else {}
+    ckpt["model"] = {".".join(old.get(part, part) for part in name.split(".")): value
+                     for name, value in ckpt["model"].items()}
+    config = ckpt["config"]
+    if "head_size" in config:
+        head_size = config.pop("head_size")
+        config["head_dim"] = None if head_size == config["n_embd"] // config["n_head"] else head_size
+    mg.save(ckpt, path)
+
+
+def test_a_llama_checkpoint_of_format_5_is_migrated_with_a_message_and_gives_the_same_logits(tmp_path, capsys):
+    assert run_main(capsys, "--arch", "llama", "--steps", "3", "--out", str(tmp_path), *SMALL)[0] == 0
+    _, model = restore(load_checkpoint(str(tmp_path)), "cpu")
+    as_format_5(tmp_path / CHECKPOINT)
+    assert {"blocks.0.norm_1.weight", "norm_f.weight"} <= set(mg.load(tmp_path / CHECKPOINT)["model"])
+    capsys.readouterr()
+    ckpt = load_checkpoint(str(tmp_path))
+    message = capsys.readouterr().err.strip()
+    assert "checkpoint format 5, read as format 6 (a Llama's norm_1, norm_2, norm_f are ln_1, ln_2, ln_f" in message
+    assert len(message.splitlines()) == 1
+    _, migrated = restore(ckpt, "cpu")
+    assert migrated.config == model.config
+    idx = np.random.default_rng(0).integers(0, model.config.vocab_size, (2, 5))
+    with mg.no_grad():
+        np.testing.assert_array_equal(migrated(idx)[0].numpy(), model(idx)[0].numpy())
+
+
 def as_format_4(path: Path) -> None:
     """Rewrite a checkpoint as minigrad wrote it before format 5: no model config (the model was built from the
     settings) and no setting init_from."""
+    as_format_5(path)
     ckpt = mg.load(path)
     assert ckpt["format"] == 5
     ckpt["format"] = 4
@@ -161,8 +195,8 @@ def test_a_checkpoint_of_format_4_resumes_and_samples_as_it_would_have(tmp_path,
     code, sampled, _ = run_main(capsys, "sample", "--out", str(tmp_path / "old"), "--max-new-tokens", "6")
     assert code == 0 and len(sampled.split()) == 6
     resume_old_as_whole(capsys, tmp_path, whole)
-    ckpt = mg.load(tmp_path / "old" / CHECKPOINT)  # written again by the resumed run: format 5, with the config
-    assert ckpt["format"] == 5 and ckpt["settings"]["init_from"] is None
+    ckpt = mg.load(tmp_path / "old" / CHECKPOINT)  # written again by the resumed run: this format, with the config
+    assert ckpt["format"] == checkpoint.FORMAT and ckpt["settings"]["init_from"] is None
     assert ckpt["config"] == mg.load(tmp_path / "whole" / CHECKPOINT)["config"]
     assert {s["step"] for s in ckpt["optim"]["state"].values()} == {12}  # format 4's optimizer state, as it was
 
@@ -288,7 +322,7 @@ def test_a_checkpoint_of_a_newer_format_is_refused(tmp_path, capsys):
     ckpt["format"] = 99
     mg.save(ckpt, tmp_path / CHECKPOINT)
     code, _, err = run_main(capsys, "--resume", "--out", str(tmp_path))
-    assert code == 2 and "has checkpoint format 99; this train.py reads formats 1 to 5" in err
+    assert code == 2 and f"has checkpoint format 99; this train.py reads formats 1 to {checkpoint.FORMAT}" in err
 
 
 def test_resume_refuses_a_different_model(tmp_path, capsys):
