@@ -2,9 +2,11 @@
 Start at core.py (Tensor, Function, backward), then the op modules; docs/layout.md maps every module.
 """
 
+import math as _math
 import sys as _sys
 
 from minigrad import (
+    accelerator,
     amp,
     autograd,
     backends,
@@ -13,11 +15,13 @@ from minigrad import (
     functional,
     lr_scheduler,
     nn,
+    onnx,
     optim,
     second_order,  # noqa: F401  (registers the formulas create_graph=True runs)
+    serialization,
     utils,
 )
-from minigrad.activations import log_softmax, softmax
+from minigrad.activations import dropout, log_softmax, relu, softmax
 from minigrad.amp import autocast
 from minigrad.backend import Generator, cuda_available, device, manual_seed
 from minigrad.creation import (
@@ -42,11 +46,25 @@ from minigrad.creation import (
     zeros,
     zeros_like,
 )
-from minigrad.dtypes import bfloat16, bool_, float16, float32, float64, int32, int64
+from minigrad.dtypes import (
+    bfloat16,
+    bool_,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    set_default_dtype,
+    uint8,
+)
 from minigrad.dtypes import bool_ as bool  # torch.bool
 from minigrad.dtypes import float16 as half
 from minigrad.dtypes import float32 as float  # PyTorch's dtype names, as torch.float
 from minigrad.dtypes import float64 as double
+from minigrad.dtypes import int16 as short
 from minigrad.dtypes import int32 as int
 from minigrad.dtypes import int64 as long
 from minigrad.elementwise import (
@@ -81,6 +99,20 @@ from minigrad.legacy import BoolTensor, DoubleTensor, FloatTensor, HalfTensor, I
 from minigrad.matmul import bmm, dot, matmul, outer
 from minigrad.optimized import compile
 from minigrad.picture import draw
+from minigrad.pointwise import (
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    expm1,
+    log1p,
+    log2,
+    log10,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+)
 from minigrad.reductions import (
     all,
     amax,
@@ -101,6 +133,7 @@ from minigrad.reductions import (
     var,
 )
 from minigrad.serialization import load, save
+from minigrad.settings import get_float32_matmul_precision, set_float32_matmul_precision, set_printoptions
 from minigrad.shapes import (
     cat,
     chunk,
@@ -130,6 +163,8 @@ from minigrad.tensor import Function, Tensor, enable_grad, is_grad_enabled, is_t
 optim.lr_scheduler = lr_scheduler
 _sys.modules[optim.__name__ + ".lr_scheduler"] = lr_scheduler  # so that PyTorch's import path works too
 
+inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e  # torch.inf, torch.nan, torch.pi, torch.e
+
 __all__ = [
     "Function", "GradcheckError", "Tensor", "autograd", "bool_", "compiled", "cuda_available", "draw", "enable_grad",
     "float32", "float64", "functional", "fused", "gradcheck", "gradgradcheck", "int64", "is_compiled_enabled",
@@ -157,4 +192,11 @@ __all__ = [
     # more of torch.X: comparisons (elementwise.py), random and empty tensors (creation.py), products (matmul.py)
     "allclose", "isclose", "equal", "is_tensor", "numel", "rand", "rand_like", "randn_like", "empty", "empty_like",
     "bmm", "dot", "outer",
+    # the PyTorch namespace by area (issue 50): other logarithms and bitwise operators (pointwise.py), dtypes and
+    # the default dtype (dtypes.py), settings (settings.py), constants, top-level activations, torch.onnx,
+    # torch.accelerator, torch.serialization
+    "log10", "log2", "log1p", "expm1", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and",
+    "logical_or", "logical_xor", "logical_not", "uint8", "int8", "int16", "short", "get_default_dtype",
+    "set_default_dtype", "set_printoptions", "get_float32_matmul_precision", "set_float32_matmul_precision", "inf",
+    "nan", "pi", "e", "relu", "dropout", "onnx", "accelerator", "serialization",
 ]
