@@ -95,6 +95,20 @@ from minigrad.elementwise import (
     where,
 )
 from minigrad.finite_differences import GradcheckError, gradcheck, gradgradcheck
+from minigrad.indexing import (
+    argwhere,
+    count_nonzero,
+    index_add,
+    index_copy,
+    index_fill,
+    index_select,
+    masked_scatter,
+    narrow,
+    nonzero,
+    scatter,
+    scatter_add,
+    take_along_dim,
+)
 from minigrad.legacy import BoolTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor
 from minigrad.matmul import bmm, dot, matmul, outer
 from minigrad.optimized import compile
@@ -199,4 +213,7 @@ __all__ = [
     "logical_or", "logical_xor", "logical_not", "uint8", "int8", "int16", "short", "get_default_dtype",
     "set_default_dtype", "set_printoptions", "get_float32_matmul_precision", "set_float32_matmul_precision", "inf",
     "nan", "pi", "e", "relu", "dropout", "onnx", "accelerator", "serialization",
+    # indexing by index tensors (indexing.py)
+    "scatter", "scatter_add", "index_add", "index_copy", "index_fill", "index_select", "masked_scatter",
+    "take_along_dim", "narrow", "nonzero", "argwhere", "count_nonzero",
 ]

@@ -7,6 +7,7 @@ Functions are written on this Function.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -296,6 +297,20 @@ class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, c
     def copy_(self, src: Any) -> Tensor: return self._write("copy_", shapes.copied, src)
     def __setitem__(self, index: Any, value: Any) -> None: self._write("setitem", shapes.setitem, index, value)
     __iadd__, __isub__, __imul__, __itruediv__, __ipow__ = add_, sub_, mul_, div_, pow_
+
+    def scatter_(self, dim: int, index: Any, src: Any = None, value: Any = None, *, reduce: Any = None) -> Tensor:
+        return self._write("scatter_", functools.partial(indexing.scatter, reduce=reduce), dim, index, src, value)
+
+    def scatter_add_(self, dim, index, src) -> Tensor: return self._write("scatter_add_", indexing.scatter_add, dim,
+                                                                          index, src)
+    def index_add_(self, dim, index, source, *, alpha=1) -> Tensor: return self._write(
+        "index_add_", functools.partial(indexing.index_add, alpha=alpha), dim, index, source)
+    def index_copy_(self, dim, index, source) -> Tensor: return self._write("index_copy_", indexing.index_copy, dim,
+                                                                            index, source)
+    def index_fill_(self, dim, index, value) -> Tensor: return self._write("index_fill_", indexing.index_fill, dim,
+                                                                           index, value)
+    def masked_scatter_(self, mask, source) -> Tensor: return self._write("masked_scatter_", indexing.masked_scatter,
+                                                                          mask, source)
     clip_ = clamp_
 
     def unsqueeze_(self, dim: int) -> Tensor:
@@ -408,6 +423,19 @@ class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, c
     def unflatten(self, *args, **kwargs) -> Tensor: return shapes.unflatten(self, *args, **kwargs)
     def gather(self, *args, **kwargs) -> Tensor: return shapes.gather(self, *args, **kwargs)
     def roll(self, *args, **kwargs) -> Tensor: return shapes.roll(self, *args, **kwargs)
+    def scatter(self, *args, **kwargs) -> Tensor: return indexing.scatter(self, *args, **kwargs)
+    def scatter_add(self, *args, **kwargs) -> Tensor: return indexing.scatter_add(self, *args, **kwargs)
+    def index_add(self, *args, **kwargs) -> Tensor: return indexing.index_add(self, *args, **kwargs)
+    def index_copy(self, *args, **kwargs) -> Tensor: return indexing.index_copy(self, *args, **kwargs)
+    def index_fill(self, *args, **kwargs) -> Tensor: return indexing.index_fill(self, *args, **kwargs)
+    def index_select(self, *args, **kwargs) -> Tensor: return indexing.index_select(self, *args, **kwargs)
+    def masked_scatter(self, *args, **kwargs) -> Tensor: return indexing.masked_scatter(self, *args, **kwargs)
+    def take_along_dim(self, *args, **kwargs) -> Tensor: return indexing.take_along_dim(self, *args, **kwargs)
+    def narrow(self, *args, **kwargs) -> Tensor: return indexing.narrow(self, *args, **kwargs)
+    def unfold(self, *args, **kwargs) -> Tensor: return indexing.unfold(self, *args, **kwargs)
+    def nonzero(self, *args, **kwargs) -> Any: return indexing.nonzero(self, *args, **kwargs)
+    def argwhere(self) -> Tensor: return indexing.argwhere(self)
+    def count_nonzero(self, *args, **kwargs) -> Tensor: return indexing.count_nonzero(self, *args, **kwargs)
 
     # shapes and dims as varargs, x.reshape(2, 3) or x.reshape((2, 3)), as in PyTorch
     def reshape(self, *shape: int) -> Tensor: return shapes.reshape(self, *shape)
@@ -457,4 +485,4 @@ core.make_tensors_as(Tensor)  # op results and gradients are of this class (core
 # The Tensor <-> ops tie, the one import cycle of the engine: Tensor's operators and methods above call the
 # op modules' functions, and those modules build their Functions and results on Function and Tensor, defined
 # above. Each op module imports only this file and the modules below it, never another op module.
-from minigrad import activations, creation, elementwise, matmul, pointwise, reductions, shapes  # noqa: E402
+from minigrad import activations, creation, elementwise, indexing, matmul, pointwise, reductions, shapes  # noqa: E402
