@@ -13,6 +13,7 @@ from minigrad import (
     cuda,
     distributed,
     functional,
+    linalg,
     lr_scheduler,
     nn,
     onnx,
@@ -22,6 +23,7 @@ from minigrad import (
     utils,
 )
 from minigrad.activations import dropout, log_softmax, relu, softmax
+from minigrad.algebra import cdist, diag, einsum, norm
 from minigrad.amp import autocast
 from minigrad.backend import Generator, cuda_available, device, manual_seed
 from minigrad.creation import (
@@ -168,6 +170,16 @@ from minigrad.shapes import (
     unflatten,
     unsqueeze,
 )
+from minigrad.sorting import (
+    argsort,
+    bincount,
+    histc,
+    histogram,
+    repeat_interleave,
+    searchsorted,
+    sort,
+    unique,
+)
 from minigrad.speed import compiled, fused, is_compiled_enabled, is_fused_enabled
 from minigrad.switches import inference_mode
 from minigrad.tensor import Function, Tensor, enable_grad, is_grad_enabled, is_tensor, no_grad, numel, set_grad_enabled
@@ -216,4 +228,7 @@ __all__ = [
     # indexing by index tensors (indexing.py)
     "scatter", "scatter_add", "index_add", "index_copy", "index_fill", "index_select", "masked_scatter",
     "take_along_dim", "narrow", "nonzero", "argwhere", "count_nonzero",
+    # ordering and counting (sorting.py), torch.linalg (linalg.py), einsum, diag, norm, cdist (algebra.py)
+    "sort", "argsort", "unique", "searchsorted", "repeat_interleave", "bincount", "histc", "histogram", "linalg",
+    "einsum", "diag", "norm", "cdist",
 ]

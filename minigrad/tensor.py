@@ -436,6 +436,15 @@ class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, c
     def nonzero(self, *args, **kwargs) -> Any: return indexing.nonzero(self, *args, **kwargs)
     def argwhere(self) -> Tensor: return indexing.argwhere(self)
     def count_nonzero(self, *args, **kwargs) -> Tensor: return indexing.count_nonzero(self, *args, **kwargs)
+    def sort(self, *args, **kwargs) -> Any: return sorting.sort(self, *args, **kwargs)
+    def argsort(self, *args, **kwargs) -> Tensor: return sorting.argsort(self, *args, **kwargs)
+    def unique(self, *args, **kwargs) -> Any: return sorting.unique(self, *args, **kwargs)
+    def repeat_interleave(self, *args, **kwargs) -> Tensor: return sorting.repeat_interleave(self, *args, **kwargs)
+    def bincount(self, *args, **kwargs) -> Tensor: return sorting.bincount(self, *args, **kwargs)
+    def histc(self, *args, **kwargs) -> Tensor: return sorting.histc(self, *args, **kwargs)
+    def histogram(self, *args, **kwargs) -> Any: return sorting.histogram(self, *args, **kwargs)
+    def norm(self, *args, **kwargs) -> Tensor: return algebra.norm(self, *args, **kwargs)
+    def diag(self, *args, **kwargs) -> Tensor: return algebra.diag(self, *args, **kwargs)
 
     # shapes and dims as varargs, x.reshape(2, 3) or x.reshape((2, 3)), as in PyTorch
     def reshape(self, *shape: int) -> Tensor: return shapes.reshape(self, *shape)
@@ -485,4 +494,15 @@ core.make_tensors_as(Tensor)  # op results and gradients are of this class (core
 # The Tensor <-> ops tie, the one import cycle of the engine: Tensor's operators and methods above call the
 # op modules' functions, and those modules build their Functions and results on Function and Tensor, defined
 # above. Each op module imports only this file and the modules below it, never another op module.
-from minigrad import activations, creation, elementwise, indexing, matmul, pointwise, reductions, shapes  # noqa: E402
+from minigrad import (  # noqa: E402
+    activations,
+    algebra,
+    creation,
+    elementwise,
+    indexing,
+    matmul,
+    pointwise,
+    reductions,
+    shapes,
+    sorting,
+)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from torch_pairs import same_as_torch
+from torch_pairs import On, same_as_torch
 
 import minigrad as mg
 
@@ -17,19 +17,6 @@ X, SRC = rng.standard_normal((3, 4)), rng.standard_normal((2, 5))
 PLACES = np.array([[0, 1, 2, 0], [2, 0, 1, 1]])  # along dim 0 of X, a repeat in column 0 (scatter_add sums it)
 ROWS = np.array([2, 0, 2])
 MASK = np.array([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
-
-
-class On:
-    """mg, but with its index tensors made on `device` (the cases write m.tensor(...) for mg and torch alike)."""
-
-    def __init__(self, device: str) -> None:
-        self.device = device
-
-    def __getattr__(self, name: str):
-        return getattr(mg, name)
-
-    def tensor(self, data):
-        return mg.tensor(data, device=self.device)
 
 
 CASES = {

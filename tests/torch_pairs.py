@@ -34,3 +34,17 @@ def same_as_torch(mine: Callable[..., Any], theirs: Callable[..., Any], arrays: 
             np.testing.assert_allclose(mine_grad, theirs_grad, rtol=1e-9, atol=1e-12, err_msg=f"input {i}")
     if gradcheck and device == "cpu":
         mg.gradcheck(mine, *[mg.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays])
+
+
+class On:
+    """mg, but with the tensors it makes on `device`: a case written once as f(m, ...) for mg and torch alike makes
+    its index tensors with m.tensor(...)."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(mg, name)
+
+    def tensor(self, data: Any, **kwargs: Any) -> mg.Tensor:
+        return mg.tensor(data, device=self.device, **kwargs)
