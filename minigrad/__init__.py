@@ -189,6 +189,10 @@ from minigrad.tensor import Function, Tensor, enable_grad, is_grad_enabled, is_t
 optim.lr_scheduler = lr_scheduler
 _sys.modules[optim.__name__ + ".lr_scheduler"] = lr_scheduler  # so that PyTorch's import path works too
 
+# torch.nn.modules and torch.nn.modules.module, where programs import Module from: minigrad.nn under those names too
+_sys.modules[nn.__name__ + ".modules"] = _sys.modules[nn.__name__ + ".modules.module"] = nn
+nn.modules = nn  # so that minigrad.nn.modules.Module reads as torch.nn.modules.Module
+
 inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e  # torch.inf, torch.nan, torch.pi, torch.e
 
 __all__ = [

@@ -50,7 +50,7 @@ def test_parameters_and_num_parameters():
     V, T, C, L = 11, 5, 8, 2
     per_block = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (4 * C * C + 4 * C) + (4 * C * C + C)
     assert model.num_parameters() == V * C + T * C + L * per_block + 2 * C
-    params = model.parameters()
+    params = list(model.parameters())
     assert [id(p) for p in params] == [id(p) for _, p in model.named_parameters()]
     assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in params)
 

@@ -158,3 +158,42 @@ def test_random_fills_in_place_are_seeded_in_range_and_refused_as_torchs(device)
     with mg.no_grad():
         leaf.normal_()
     assert leaf._version == 1
+
+
+def test_module_walks_are_generators_as_torchs():
+    mine, theirs = mg.nn.Sequential(mg.nn.Linear(2, 3), mg.nn.ReLU()), torch.nn.Sequential(torch.nn.Linear(2, 3),
+                                                                                           torch.nn.ReLU())
+    for name in ("parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children",
+                 "modules", "named_modules"):
+        got, expected = getattr(mine, name)(), getattr(theirs, name)()
+        assert iter(got) is got and iter(expected) is expected, name  # iterators, not lists
+        assert len(list(got)) == len(list(expected)), name
+    assert next(mine.parameters()) is mine[0].weight
+
+
+def test_torchs_import_paths_and_refusals():
+    import minigrad.nn.modules
+    from minigrad.nn.modules.module import Module
+    from minigrad.utils.data.dataset import Dataset, TensorDataset
+
+    import minigrad.serialization
+
+    assert minigrad.nn.modules.Module is Module is mg.nn.Module and Dataset is mg.utils.data.Dataset
+    assert TensorDataset is mg.utils.data.TensorDataset and minigrad.serialization.save is mg.save
+    with pytest.raises(NotImplementedError, match="cannot export a model to ONNX.*state_dict"):
+        mg.onnx.export(mg.nn.Linear(2, 2), mg.zeros(1, 2), "model.onnx")
+    assert mg.onnx.is_in_onnx_export() is torch.onnx.is_in_onnx_export() is False
+
+
+def test_accelerator_answers_as_torchs_without_one():
+    if mg.cuda.is_available():
+        assert mg.accelerator.is_available() and mg.accelerator.current_accelerator().type == "cuda"
+        return
+    assert mg.accelerator.is_available() is torch.accelerator.is_available() is False
+    assert mg.accelerator.current_accelerator() is torch.accelerator.current_accelerator() is None
+    assert mg.accelerator.device_count() == torch.accelerator.device_count() == 0
+    for name in ("current_device_index", "synchronize"):
+        with pytest.raises(RuntimeError, match="none is available"):
+            getattr(torch.accelerator, name)()
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device when none is available"):
+            getattr(mg.accelerator, name)()
