@@ -39,9 +39,14 @@ def test_bitwise_operators_on_bool_and_integer_tensors_are_torchs(dtype, device)
             np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
     np.testing.assert_array_equal((~mg.tensor(a, device=device)).numpy(), (~torch.tensor(a)).numpy())
     np.testing.assert_array_equal((True & mg.tensor(a, device=device)).numpy(), (True & torch.tensor(a)).numpy())
-    for name in ("logical_and", "logical_or", "logical_xor"):
+    for name in ("logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"):
         np.testing.assert_array_equal(getattr(mg, name)(mg.tensor(a), mg.tensor(b)).numpy(),
                                       getattr(torch, name)(torch.tensor(a), torch.tensor(b)).numpy())
+        np.testing.assert_array_equal(getattr(mg.tensor(a), name)(mg.tensor(b)).numpy(),
+                                      getattr(torch.tensor(a), name)(torch.tensor(b)).numpy())
+    for name in ("bitwise_not", "logical_not"):
+        np.testing.assert_array_equal(getattr(mg, name)(mg.tensor(a)).numpy(), getattr(torch, name)(torch.tensor(a)))
+        np.testing.assert_array_equal(getattr(mg.tensor(a), name)().numpy(), getattr(torch.tensor(a), name)())
 
 
 def test_bitwise_operators_refuse_floats_as_torch_does():
