@@ -113,6 +113,7 @@ from minigrad.indexing import (
 )
 from minigrad.legacy import BoolTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor
 from minigrad.matmul import bmm, dot, matmul, outer
+from minigrad.normalization import layer_norm
 from minigrad.optimized import compile
 from minigrad.picture import draw
 from minigrad.pointwise import (
@@ -228,7 +229,7 @@ __all__ = [
     "log10", "log2", "log1p", "expm1", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and",
     "logical_or", "logical_xor", "logical_not", "uint8", "int8", "int16", "short", "get_default_dtype",
     "set_default_dtype", "set_printoptions", "get_float32_matmul_precision", "set_float32_matmul_precision", "inf",
-    "nan", "pi", "e", "relu", "dropout", "onnx", "accelerator", "serialization",
+    "nan", "pi", "e", "relu", "dropout", "layer_norm", "onnx", "accelerator", "serialization",
     # indexing by index tensors (indexing.py)
     "scatter", "scatter_add", "index_add", "index_copy", "index_fill", "index_select", "masked_scatter",
     "take_along_dim", "narrow", "nonzero", "argwhere", "count_nonzero",

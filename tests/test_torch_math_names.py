@@ -70,6 +70,7 @@ def test_constants_and_top_level_activations_are_torchs():
     x = np.random.default_rng(0).standard_normal((2, 3))
     same_as_torch(mg.relu, torch.relu, [x])
     same_as_torch(lambda t: mg.dropout(t, 0.0, True), lambda t: torch.dropout(t, 0.0, True), [x])
+    same_as_torch(lambda t: mg.layer_norm(t, (3,), eps=1e-5), lambda t: torch.layer_norm(t, (3,), eps=1e-5), [x])
 
 
 def test_default_dtype_is_torchs_and_refuses_integers():
