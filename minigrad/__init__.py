@@ -97,6 +97,7 @@ from minigrad.elementwise import (
     where,
 )
 from minigrad.finite_differences import GradcheckError, gradcheck, gradgradcheck
+from minigrad.global_settings import get_float32_matmul_precision, set_float32_matmul_precision, set_printoptions
 from minigrad.indexing import (
     argwhere,
     count_nonzero,
@@ -150,7 +151,6 @@ from minigrad.reductions import (
     var,
 )
 from minigrad.serialization import load, save
-from minigrad.settings import get_float32_matmul_precision, set_float32_matmul_precision, set_printoptions
 from minigrad.shapes import (
     cat,
     chunk,
@@ -224,7 +224,7 @@ __all__ = [
     "allclose", "isclose", "equal", "is_tensor", "numel", "rand", "rand_like", "randn_like", "empty", "empty_like",
     "bmm", "dot", "outer",
     # the PyTorch namespace by area (issue 50): other logarithms and bitwise operators (pointwise.py), dtypes and
-    # the default dtype (dtypes.py), settings (settings.py), constants, top-level activations, torch.onnx,
+    # the default dtype (dtypes.py), settings (global_settings.py), constants, top-level activations, torch.onnx,
     # torch.accelerator, torch.serialization
     "log10", "log2", "log1p", "expm1", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and",
     "logical_or", "logical_xor", "logical_not", "uint8", "int8", "int16", "short", "get_default_dtype",

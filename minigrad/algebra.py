@@ -1,18 +1,95 @@
-"""torch's einsum, diag, norm and cdist, as compositions of the ops (so their gradients are those ops'): einsum lines
-its operands up by label and multiplies them, broadcast, before summing the labels that go (a product over every
-label at once: fine for a program's small contractions, where matmul is the one for big ones); norm and cdist use
-linalg.py's norms.
+"""Norms, products and distances as compositions of Tensor's ops (so their gradients are those ops'): torch.linalg's
+vector_norm, matrix_norm and norm (mg.linalg gives them under those names), with PyTorch's gradient of 0 where a
+norm is 0 (not the NaN that d sqrt(s) / ds = inf times 0 would give); and torch's einsum, diag, norm and cdist.
+einsum lines its operands up by label and multiplies them, broadcast, before summing the labels that go (a product
+over every label at once: fine for a program's small contractions, where matmul is the one for big ones).
 """
 
 from __future__ import annotations
 
+import math
 import string
 from typing import Any
 
-from minigrad import backend, reductions
-from minigrad.linalg import matrix_norm, vector_norm
-from minigrad.shapes import getitem, permute, reshape, setitem
+from minigrad import backend
+from minigrad.arrays import as_axes
+from minigrad.dtypes import DType
 from minigrad.tensor import Tensor
+
+# ---- torch.linalg's norms (mg.linalg, minigrad/linalg.py, gives them under their names there) ----
+
+Dims = int | tuple[int, ...] | list[int] | None
+
+
+def _floating(op: str, x: Tensor, dtype: DType | None) -> Tensor:
+    x = x if dtype is None else x.to(dtype)
+    if x.dtype.kind != "f":
+        raise RuntimeError(f"{op}: expected a floating point tensor as input, got {x.dtype} of shape {x.shape}")
+    return x
+
+
+def vector_norm(x: Tensor, ord: float = 2, dim: Dims = None, keepdim: bool = False, *,
+                dtype: DType | None = None) -> Tensor:
+    """(sum |x|^ord)^(1/ord) over dim (None: every element), as torch.linalg.vector_norm; ord inf: max |x|, -inf:
+    min |x|, 0: how many are non-zero. Its gradient is 0 where the norm is 0, as PyTorch's."""
+    x = _floating("linalg.vector_norm", x, dtype)
+    if isinstance(ord, str) or isinstance(ord, bool):
+        raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
+    axes = as_axes("linalg.vector_norm", dim, x.shape)
+    size = x.abs()
+    if ord == math.inf:
+        return size.amax(axes, keepdim)
+    if ord == -math.inf:
+        return size.amin(axes, keepdim)
+    if ord == 0:
+        return (x * 0).where(x == 0, 1.0).sum(axes, keepdim)  # 1 for each non-zero, in the graph with gradient 0
+    if ord == 1:
+        return size.sum(axes, keepdim)
+    powers = (x * x if ord == 2 else size**ord).sum(axes, keepdim)  # sum |x|^ord
+    nonzero = powers != 0
+    root = powers.where(nonzero, 1.0) ** (1 / ord)  # no (1/ord) 0^(1/ord - 1) = inf where the norm is 0
+    return root.where(nonzero, 0.0)
+
+
+def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1), keepdim: bool = False, *,
+                dtype: DType | None = None) -> Tensor:
+    """The norm of the matrices over the two dims, as torch.linalg.matrix_norm: "fro" (sqrt of the sum of squares),
+    1 / -1 (the largest / smallest sum of |a| down a column), inf / -inf (along a row). 2, -2 and "nuc" need singular
+    values, which minigrad does not compute: refused."""
+    A = _floating("linalg.matrix_norm", A, dtype)
+    rows, cols = as_axes("linalg.matrix_norm", tuple(dim), A.shape)
+    if len(tuple(dim)) != 2 or rows == cols:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be two different dims, got {dim} (shape {A.shape})")
+    rows, cols = (d % A.ndim for d in dim)
+    if ord == "fro":
+        return vector_norm(A, 2, (rows, cols), keepdim)
+    if ord in (1, -1, math.inf, -math.inf):
+        along, across = (rows, cols) if ord in (1, -1) else (cols, rows)  # 1: down each column, inf: along each row
+        sums = A.abs().sum(along, keepdim=True)
+        out = sums.amax(across, keepdim=True) if ord > 0 else sums.amin(across, keepdim=True)
+        return out if keepdim else out.squeeze((rows, cols))
+    if ord in (2, -2, "nuc"):
+        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs the singular values (an SVD), which "
+                                  "minigrad does not compute; use 'fro', 1, -1, inf or -inf")
+    raise RuntimeError(f"linalg.matrix_norm: order {ord!r} not supported; use 'fro', 'nuc', 1, -1, 2, -2, inf, -inf")
+
+
+def linalg_norm(A: Tensor, ord: Any = None, dim: Dims = None, keepdim: bool = False, *,
+                dtype: DType | None = None) -> Tensor:
+    """torch.linalg.norm (mg.linalg.norm): with ord None, the 2-norm of every element (or of a dim, or the Frobenius
+    norm of two dims); with ord, a vector norm (a 1-D input or one dim) or a matrix norm (a 2-D input or two dims)."""
+    dims = None if dim is None else tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    if ord is None:
+        return vector_norm(A, 2, dims, keepdim, dtype=dtype)
+    if dims is None and A.ndim not in (1, 2):
+        raise RuntimeError(f"linalg.norm: with ord={ord!r} the input must be 1-D or 2-D (or give dim), got shape "
+                           f"{A.shape}")
+    if (dims is None and A.ndim == 2) or (dims is not None and len(dims) == 2):
+        return matrix_norm(A, ord, dims or (-2, -1), keepdim, dtype=dtype)
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.norm: ord={ord!r} is a matrix norm; it needs a 2-D input or two dims")
+    return vector_norm(A, ord, dims, keepdim, dtype=dtype)
+
 
 # ---- einsum ----
 
@@ -33,11 +110,11 @@ def einsum(equation: str, *operands: Any) -> Tensor:
                                    f"({equation})")
     product = None
     for x, labels in terms:  # each with every label's axis, in `every`'s order (1 where it has not the label)
-        x = permute(x, *sorted(range(len(labels)), key=lambda i: every.index(labels[i])))
-        x = reshape(x, *(x.shape[sorted(labels, key=every.index).index(c)] if c in labels else 1 for c in every))
+        x = x.permute(*sorted(range(len(labels)), key=lambda i: every.index(labels[i])))
+        x = x.reshape(*(x.shape[sorted(labels, key=every.index).index(c)] if c in labels else 1 for c in every))
         product = x if product is None else product * x
     summed = tuple(range(len(output), len(every)))
-    return reductions.sum(product, summed) if summed else product
+    return product.sum(summed) if summed else product
 
 
 def _labels(equation: str, operands: tuple) -> tuple[list[str], str]:
@@ -75,7 +152,7 @@ def _diagonals(x: Tensor, labels: str) -> tuple[Tensor, str]:
         i, j = labels.index(c), labels.index(c, labels.index(c) + 1)
         rest = [a for a in range(x.ndim) if a not in (i, j)]
         arange = backend.module_for(x.device).arange(min(x.shape[i], x.shape[j]))
-        x = getitem(permute(x, *rest, i, j), (Ellipsis, arange, arange))  # (*rest, diagonal)
+        x = x.permute(*rest, i, j)[..., arange, arange]  # (*rest, diagonal)
         labels = "".join(labels[a] for a in rest) + c
     return x, labels
 
@@ -89,14 +166,14 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     if input.ndim == 1:
         n = input.shape[0] + abs(diagonal)
         places = xp.arange(input.shape[0])
-        index = (places + max(-diagonal, 0), places + max(diagonal, 0))
-        return setitem(Tensor.wrap(xp.zeros((n, n), dtype=input.dtype)), index, input)
+        flat = (places + max(-diagonal, 0)) * n + places + max(diagonal, 0)  # where (i, i + diagonal) lies, row-major
+        return Tensor.wrap(xp.zeros(n * n, dtype=input.dtype)).index_add(0, flat, input).reshape(n, n)
     if input.ndim != 2:
         raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got shape {input.shape}")
     rows, cols = input.shape
     length = max(0, min(rows - max(-diagonal, 0), cols - max(diagonal, 0)))
     places = xp.arange(length)
-    return getitem(input, (places + max(-diagonal, 0), places + max(diagonal, 0)))
+    return input[places + max(-diagonal, 0), places + max(diagonal, 0)]
 
 
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:

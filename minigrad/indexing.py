@@ -1,8 +1,8 @@
 """Indexing by index tensors, as torch.X and Tensor.X: scatter and scatter_add (along a dim, the inverse of gather),
 index_select, index_add, index_copy and index_fill (whole slices along a dim), masked_scatter, take_along_dim,
-narrow and unfold (windows), and nonzero, argwhere and count_nonzero. Each is a composition of getitem, setitem
-and gather (which carry the gradients) but for the additions, one Function, IndexAdd; the in-place forms
-(x.scatter_(...)) are Tensor's, through its one write path.
+narrow and unfold (windows), and nonzero, argwhere and count_nonzero. Each is made of Tensor's indexing (x[index],
+a write into a copy, x.gather), which carries the gradients, but for the additions: one Function, AddAt. The
+in-place forms (x.scatter_(...)) are Tensor's, through its one write path.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from typing import Any
 
 from minigrad import backend
 from minigrad.arrays import as_axis, index_array, indices_in_range
-from minigrad.second_order import formula
-from minigrad.shapes import expand, gather, getitem, permute, setitem
 from minigrad.tensor import Function, Tensor, saves_index
 
 # ---- where an index tensor points along a dim ----
@@ -55,9 +53,16 @@ def _check_reduce(op: str, reduce: Any) -> None:
                                   "scatter_add, or scatter_reduce in PyTorch")
 
 
-# ---- scatter: writes (setitem) and additions (IndexAdd) at those places ----
+def _written(x: Tensor, index: Any, value: Any) -> Tensor:
+    """x with value written at index, out of place: a copy of x, written into (in the graph, as x[index] = value)."""
+    y = x.clone()
+    y[index] = value
+    return y
 
-class IndexAdd(Function):
+
+# ---- scatter: writes and additions (AddAt) at those places ----
+
+class AddAt(Function):
     """y = x with v added at index (repeated places accumulate);  dx = dout,  dv = dout[index]"""
 
     def forward(self, x, v, index):
@@ -68,11 +73,6 @@ class IndexAdd(Function):
 
     def backward(self, dout):
         return dout, dout[self.index]
-
-
-@formula(IndexAdd)
-def index_add_graph(node, dout):
-    return dout, getitem(dout, node.index)
 
 
 def scatter(input: Tensor, dim: int, index: Any, src: Any = None, value: Any = None, *,
@@ -86,29 +86,29 @@ def scatter(input: Tensor, dim: int, index: Any, src: Any = None, value: Any = N
     if src is not None and not isinstance(src, Tensor):  # torch.scatter(x, dim, index, 1.0): the value by position
         src, value = None, src
     _, array, places = _places("scatter", input, dim, index, src)
-    written = value if src is None else getitem(src, tuple(slice(0, n) for n in array.shape))
-    return saves_index(setitem(input, places, written), index)
+    written = value if src is None else src[tuple(slice(0, n) for n in array.shape)]
+    return saves_index(_written(input, places, written), index)
 
 
 def scatter_add(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
     """input with src[i, j, k] added at input[i, index[i, j, k], k] (for dim 1), repeated places accumulating,
     as torch.scatter_add."""
     _, array, places = _places("scatter_add", input, dim, index, src)
-    src = getitem(src, tuple(slice(0, n) for n in array.shape)).to(input.dtype)
-    return saves_index(IndexAdd.apply(input, src, index=places), index)
+    src = src[tuple(slice(0, n) for n in array.shape)].to(input.dtype)
+    return saves_index(AddAt.apply(input, src, index=places), index)
 
 
 def index_add(input: Tensor, dim: int, index: Any, source: Tensor, *, alpha: float = 1) -> Tensor:
     """input with alpha * source[..., i, ...] added to input[..., index[i], ...] along dim, as torch.index_add."""
     places = _slices("index_add", input, dim, index, source)
     source = source.to(input.dtype) if alpha == 1 else source.to(input.dtype) * alpha
-    return saves_index(IndexAdd.apply(input, source, index=places), index)
+    return saves_index(AddAt.apply(input, source, index=places), index)
 
 
 def index_copy(input: Tensor, dim: int, index: Any, source: Tensor) -> Tensor:
     """input with source[..., i, ...] written at input[..., index[i], ...] along dim, as torch.index_copy."""
     places = _slices("index_copy", input, dim, index, source)
-    return saves_index(setitem(input, places, source), index)
+    return saves_index(_written(input, places, source), index)
 
 
 def index_fill(input: Tensor, dim: int, index: Any, value: Any) -> Tensor:
@@ -116,13 +116,13 @@ def index_fill(input: Tensor, dim: int, index: Any, value: Any) -> Tensor:
     if isinstance(value, Tensor) and value.ndim:
         raise RuntimeError(f"index_fill: value must be a number or a 0-d tensor, got shape {value.shape}")
     places = _slices("index_fill", input, dim, index)
-    return saves_index(setitem(input, places, value), index)
+    return saves_index(_written(input, places, value), index)
 
 
 def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
     """The slices input[..., index[i], ...] along dim, in index's order, as torch.index_select."""
     places = _slices("index_select", input, dim, index)
-    return saves_index(getitem(input, places), index)
+    return saves_index(input[places], index)
 
 
 def masked_scatter(input: Tensor, mask: Any, source: Tensor) -> Tensor:
@@ -139,14 +139,14 @@ def masked_scatter(input: Tensor, mask: Any, source: Tensor) -> Tensor:
     if count > source.numel():
         raise RuntimeError(f"masked_scatter: the mask selects {count} elements, source of shape {source.shape} has "
                            f"{source.numel()}")
-    return saves_index(setitem(input, mask, source.reshape(-1)[:count]), given)
+    return saves_index(_written(input, mask, source.reshape(-1)[:count]), given)
 
 
 def take_along_dim(input: Tensor, indices: Any, dim: int | None = None) -> Tensor:
     """input's values picked along dim by indices, the two broadcast against each other but along dim, as
     torch.take_along_dim; dim None: both flattened first."""
     if dim is None:
-        return gather(input.reshape(-1), 0, indices.reshape(-1) if isinstance(indices, Tensor) else indices)
+        return input.reshape(-1).gather(0, indices.reshape(-1) if isinstance(indices, Tensor) else indices)
     d = as_axis("take_along_dim", dim, input.shape)
     array = index_array("take_along_dim", indices, input.device, "iu")
     if array.ndim != input.ndim:
@@ -159,7 +159,7 @@ def take_along_dim(input: Tensor, indices: Any, dim: int | None = None) -> Tenso
                            f"broadcast but along dim {dim}") from None
     xp = backend.get_array_module(array)
     array = xp.broadcast_to(array, (*common[:d], array.shape[d], *common[d + 1:]))
-    return saves_index(gather(expand(input, *common[:d], input.shape[d], *common[d + 1:]), d, array), indices)
+    return saves_index(input.expand(*common[:d], input.shape[d], *common[d + 1:]).gather(d, array), indices)
 
 
 # ---- windows ----
@@ -172,7 +172,7 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
         raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension size ({n}) of a tensor of "
                          f"shape {input.shape}")
     start = start + n if start < 0 else start
-    return getitem(input, (slice(None),) * d + (slice(start, start + length),))
+    return input[(slice(None),) * d + (slice(start, start + length),)]
 
 
 def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
@@ -185,8 +185,8 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
                            f"{input.shape}) and step ({step}) at least 1")
     xp = backend.module_for(input.device)
     windows = xp.arange(0, n - size + 1, step)[:, None] + xp.arange(size)  # (windows, size)
-    y = getitem(input, (slice(None),) * d + (windows,))  # (*before, windows, size, *after)
-    return permute(y, *range(d + 1), *range(d + 2, y.ndim), d + 1)  # the window's elements last
+    y = input[(slice(None),) * d + (windows,)]  # (*before, windows, size, *after)
+    return y.permute(*range(d + 1), *range(d + 2, y.ndim), d + 1)  # the window's elements last
 
 
 # ---- where the non-zeros are: outside the graph ----

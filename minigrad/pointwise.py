@@ -10,7 +10,6 @@ from typing import Any
 
 from minigrad import backend
 from minigrad.dtypes import as_float
-from minigrad.second_order import formula, saved_input, saved_output
 from minigrad.tensor import Function, Tensor, operands
 
 # ---- log10, log2, log1p, expm1 ----
@@ -38,16 +37,6 @@ class Expm1(Function):
 
     def backward(self, dout):
         return (dout * (self.y + 1),)
-
-
-@formula(OtherLog)
-def other_log_graph(node, dout):
-    return (dout / ((saved_input(node, 0, node.x) + node.shift) * node.log_base),)
-
-
-@formula(Expm1)
-def expm1_graph(node, dout):
-    return (dout * (saved_output(node, node.y) + 1),)
 
 
 def log10(x: Tensor) -> Tensor: return OtherLog.apply(as_float(x), kind="log10")

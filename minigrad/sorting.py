@@ -1,21 +1,25 @@
-"""Ordering and counting, as torch.X and Tensor.X: sort and argsort (sort's values are gather's, so they carry the
-gradient), repeat_interleave (an index_select), and outside the graph unique, searchsorted, bincount, histc and
+"""Ordering and counting, as torch.X and Tensor.X: sort and argsort (sort's values are x.gather's, so they carry the
+gradient), repeat_interleave (an x.index_select), and outside the graph unique, searchsorted, bincount, histc and
 histogram.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from minigrad import backend
 from minigrad.arrays import as_array, as_axis, index_array
 from minigrad.dtypes import check_float
-from minigrad.indexing import index_select
-from minigrad.reductions import ValuesIndices
-from minigrad.shapes import gather
 from minigrad.tensor import Tensor
 
 # ---- sort, argsort: the order outside the graph, the values gathered in it ----
+
+class Sorted(NamedTuple):
+    """What sort returns, as torch.return_types.sort: `values, indices = x.sort()`."""
+
+    values: Tensor
+    indices: Tensor
+
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
     """The indices that sort input along dim (int64), as torch.argsort: ascending, or descending; equal values keep
@@ -30,12 +34,11 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
     return Tensor.wrap(xp.argsort(key, axis=d, kind="stable").astype("int64"), False)
 
 
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> ValuesIndices:
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Sorted:
     """(values, indices) of input sorted along dim, as torch.sort; the values are input's picked by gather, so the
     gradient flows back to the places they came from."""
     indices = argsort(input, dim, descending, stable)
-    values = input if input.ndim == 0 else gather(input, dim, indices)
-    return ValuesIndices(values, indices)
+    return Sorted(input if input.ndim == 0 else input.gather(dim, indices), indices)
 
 
 # ---- repeat_interleave: an index_select ----
@@ -59,7 +62,7 @@ def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *
     index = xp.repeat(xp.arange(input.shape[d]), counts if counts.size > 1 else int(counts[0]))
     if output_size is not None and output_size != index.shape[0]:
         raise RuntimeError(f"repeat_interleave: output_size {output_size} is not the {index.shape[0]} elements made")
-    return index_select(input, d, index)
+    return input.index_select(d, index)
 
 
 # ---- outside the graph: unique, searchsorted, counts and histograms ----

@@ -19,10 +19,10 @@ from minigrad.arrays import as_axis
 from minigrad.autograd import BackwardTensor, grad
 from minigrad.core import as_writable, graph_order, is_grad_enabled, modes
 from minigrad.dtypes import DType, UnsupportedDType, check_float, number_dtype, number_kind
+from minigrad.global_settings import print_options
 from minigrad.hooks import HookedTensor, RemovableHandle, move_retained
 from minigrad.legacy import TYPES, LegacyConstructor, TensorType, type_name
 from minigrad.promotion import operands
-from minigrad.settings import print_options
 from minigrad.switches import enable_grad, intercept, no_grad, set_grad_enabled
 from minigrad.versions import Function, VersionedTensor, increment_version, saves_index
 
