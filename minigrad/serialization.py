@@ -7,11 +7,13 @@ leaves the old file. Files of format 1 (minigrad 0.3) still read.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import secrets
 import zipfile
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -262,3 +264,19 @@ def _place(tree: dict[str, Any], name: str, array: np.ndarray) -> None:
     if leaf in node:
         raise ValueError(f"entry {name!r} names a place that already holds a value")
     node[leaf] = array
+
+
+# ---- torch.serialization's allow-list, which a program calls before torch.load(weights_only=True) ----
+
+def add_safe_globals(safe_globals: list[Any]) -> None:
+    """Accepted and kept for nothing, as torch.serialization.add_safe_globals: mg.load unpickles nothing, so it has
+    no globals to allow (a class of your own is refused by mg.save, whatever this list holds)."""
+    if not isinstance(safe_globals, (list, tuple)):
+        raise TypeError(f"add_safe_globals: expected a list of classes or functions, got {type(safe_globals).__name__}")
+
+
+@contextlib.contextmanager
+def safe_globals(safe_globals: list[Any]) -> Iterator[None]:
+    """add_safe_globals for the duration of a with block, as torch.serialization.safe_globals."""
+    add_safe_globals(safe_globals)
+    yield

@@ -81,6 +81,15 @@ def test_a_module_is_refused_naming_state_dict_as_torchs_weights_only_load_refus
     assert not (tmp_path / "m.npz").exists()
 
 
+def test_torchs_allow_list_is_taken_and_changes_nothing(tmp_path):
+    mg.serialization.add_safe_globals([np.ndarray])
+    with mg.serialization.safe_globals([np.dtype]):
+        mg.save({"w": np.zeros(2)}, tmp_path / "x.npz")
+        assert mg.load(tmp_path / "x.npz", weights_only=True)["w"].tolist() == [0.0, 0.0]
+    with pytest.raises(TypeError, match="expected a list"):
+        mg.serialization.add_safe_globals(np.ndarray)
+
+
 def test_load_never_unpickles(tmp_path):
     torch = pytest.importorskip("torch", reason="PyTorch is not installed: this case writes a pickle with it")
     torch.save({"w": torch.zeros(2)}, tmp_path / "torch.pt")  # a zip of pickles: mg.load must not run them
