@@ -225,7 +225,7 @@ class Run:
 
     def save(self, step: int) -> None:
         """The checkpoint of `step`, written by rank 0 (the ranks' weights are equal), after checking the weights."""
-        params = self.model.parameters()
+        params = list(self.model.parameters())
         xp = backend.get_array_module(params[0].array)
         if not bool(xp.stack([xp.isfinite(p.array).all() for p in params]).all()):  # one read-back, not one per weight
             raise self.diverged(f"the weights are no longer finite after step {step}")  # an overflowed update

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from minigrad import backend
-from minigrad.dtypes import DEFAULT_FLOAT, DType, number_dtype, own_dtype
+from minigrad.dtypes import DType, get_default_dtype, number_dtype, own_dtype
 
 Array = backend.Array
 Fn = TypeVar("Fn", bound=Callable[..., Any])
@@ -36,7 +36,7 @@ def as_array(value: Any, dtype: DType | None = None, device: str | None = None, 
     if dtype is not None:
         dtype = number_dtype(op, dtype)
     elif not hasattr(value, "dtype"):  # Python data: floats as float32, ints as int64 (NumPy would pick by size)
-        dtype = DEFAULT_FLOAT if own.kind == "f" else own
+        dtype = get_default_dtype() if own.kind == "f" else own
     if device is None:
         device = backend.device_of(value) if hasattr(value, "dtype") else "cpu"
     xp = backend.module_for(device)

@@ -14,7 +14,7 @@ import numpy as np
 
 from minigrad import backend
 from minigrad.arrays import as_array, int_tuple
-from minigrad.dtypes import DType, float32, int64, number_dtype
+from minigrad.dtypes import DType, default_or, get_default_dtype, int64, number_dtype
 from minigrad.tensor import Tensor
 
 
@@ -41,20 +41,20 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor.leaf(array, copy=False)
 
 
-def zeros(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
-    data = backend.module_for(device).zeros(int_tuple("zeros", shape), dtype=number_dtype("zeros", dtype))
+def zeros(*shape: int, dtype: DType | None = None, device: str = "cpu", requires_grad: bool = False) -> Tensor:
+    data = backend.module_for(device).zeros(int_tuple("zeros", shape), dtype=default_or("zeros", dtype))
     return Tensor.wrap(data).requires_grad_(requires_grad)
 
 
-def ones(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
-    data = backend.module_for(device).ones(int_tuple("ones", shape), dtype=number_dtype("ones", dtype))
+def ones(*shape: int, dtype: DType | None = None, device: str = "cpu", requires_grad: bool = False) -> Tensor:
+    data = backend.module_for(device).ones(int_tuple("ones", shape), dtype=default_or("ones", dtype))
     return Tensor.wrap(data).requires_grad_(requires_grad)
 
 
-def empty(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False) -> Tensor:
+def empty(*shape: int, dtype: DType | None = None, device: str = "cpu", requires_grad: bool = False) -> Tensor:
     """A tensor of `shape`, as torch.empty, whose values are not to be relied on: here it is zero-filled (zeros),
     where PyTorch's holds whatever its memory held."""
-    data = backend.module_for(device).zeros(int_tuple("empty", shape), dtype=number_dtype("empty", dtype))
+    data = backend.module_for(device).zeros(int_tuple("empty", shape), dtype=default_or("empty", dtype))
     return Tensor.wrap(data).requires_grad_(requires_grad)
 
 
@@ -93,14 +93,14 @@ def empty_like(t: Tensor, *, dtype: DType | None = None, device: str | None = No
     return of_shape_of(empty, t, dtype, device, requires_grad)
 
 
-def eye(n: int, m: int | None = None, *, dtype: DType = float32, device: str = "cpu",
+def eye(n: int, m: int | None = None, *, dtype: DType | None = None, device: str = "cpu",
         requires_grad: bool = False) -> Tensor:
     """The (n, m) identity matrix (m = n when not given): ones on the diagonal, zeros elsewhere."""
-    data = backend.module_for(device).eye(n, m, dtype=number_dtype("eye", dtype))
+    data = backend.module_for(device).eye(n, m, dtype=default_or("eye", dtype))
     return Tensor.wrap(data).requires_grad_(requires_grad)
 
 
-def randn(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False,
+def randn(*shape: int, dtype: DType | None = None, device: str = "cpu", requires_grad: bool = False,
           generator: backend.Generator | None = None) -> Tensor:
     """Standard normal samples from the device's seeded generator (see mg.manual_seed), or from `generator`."""
     data = backend.generator(device, generator).standard_normal(int_tuple("randn", shape),
@@ -108,7 +108,7 @@ def randn(*shape: int, dtype: DType = float32, device: str = "cpu", requires_gra
     return Tensor.wrap(data).requires_grad_(requires_grad)
 
 
-def rand(*shape: int, dtype: DType = float32, device: str = "cpu", requires_grad: bool = False,
+def rand(*shape: int, dtype: DType | None = None, device: str = "cpu", requires_grad: bool = False,
          generator: backend.Generator | None = None) -> Tensor:
     """Samples from U(0, 1) from the device's seeded generator (see mg.manual_seed), or from `generator`."""
     data = backend.generator(device, generator).random(int_tuple("rand", shape), dtype=floating("rand", dtype))
@@ -136,7 +136,7 @@ def of_shape_of(make: Callable[..., Tensor], t: Tensor, dtype: DType | None, dev
 
 def floating(op: str, dtype: DType) -> np.dtype:
     """dtype, checked to be floating point (the random normal and uniform samples are)."""
-    dtype = number_dtype(op, dtype)
+    dtype = default_or(op, dtype)
     if dtype.kind != "f":
         raise TypeError(f"{op}: dtype must be floating point, got {dtype}")
     return dtype
@@ -178,7 +178,7 @@ def linspace(start: float, end: float, steps: int, *, dtype: DType | None = None
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     data = backend.module_for(device).linspace(start, end, steps, dtype="float64")
-    dtype = float32 if dtype is None else number_dtype("linspace", dtype)
+    dtype = default_or("linspace", dtype)
     return Tensor.wrap(data.astype(dtype)).requires_grad_(requires_grad)
 
 
@@ -189,6 +189,6 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: DTyp
         start, stop = 0, start
     if dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
-        dtype = int64 if is_int else float32
+        dtype = int64 if is_int else get_default_dtype()
     dtype = number_dtype("arange", dtype)
     return Tensor.wrap(backend.module_for(device).arange(start, stop, step, dtype=dtype))

@@ -18,6 +18,9 @@ int64 = np.dtype("int64")
 bool_ = np.dtype("bool")
 int32 = np.dtype("int32")
 float16 = np.dtype("float16")  # torch.half: NumPy's IEEE half precision
+uint8 = np.dtype("uint8")
+int8 = np.dtype("int8")
+int16 = np.dtype("int16")
 
 
 class UnsupportedDType:
@@ -33,7 +36,27 @@ class UnsupportedDType:
 
 bfloat16 = UnsupportedDType("bfloat16", "mg.float16 (IEEE half precision) or mg.float32")
 
-DEFAULT_FLOAT = float32  # what Python floats become, and what exp of an integer tensor gives
+_default_float = [float32]  # what Python floats become, what exp of an integer tensor gives, what zeros() makes
+
+
+def get_default_dtype() -> np.dtype:
+    """The default floating-point dtype (float32 unless set_default_dtype said otherwise), as torch's."""
+    return _default_float[0]
+
+
+def set_default_dtype(dtype: DType) -> None:
+    """Make `dtype` (float32, float64 or float16) the default float, as torch.set_default_dtype: of Python floats made
+    tensors, of exp(x) and x / y of integer tensors, and of zeros, ones, rand, randn, ... where no dtype is given.
+    The nn layers keep their own float32 default (pass dtype= to a layer, or call model.to(dtype))."""
+    chosen = number_dtype("set_default_dtype", dtype)
+    if chosen.kind != "f":
+        raise TypeError(f"set_default_dtype: only floating-point types are supported as the default type, got {chosen}")
+    _default_float[0] = chosen
+
+
+def default_or(op: str, dtype: DType | None) -> np.dtype:
+    """`dtype` checked as a number type, or the default float where it is None."""
+    return _default_float[0] if dtype is None else number_dtype(op, dtype)
 
 
 def number_dtype(op: str, dtype: DType) -> np.dtype:
@@ -114,15 +137,18 @@ def number_kind(op: str, value: Any) -> str:
 
 
 def as_float(x: Any) -> Any:
-    """Tensor x itself if it is floating point, else x as float32 (the default float): exp, log, ... and
+    """Tensor x itself if it is floating point, else x as the default float (float32): exp, log, ... and
     true division of integers give float32, as in PyTorch, not NumPy's float64."""
-    return x if x.dtype.kind == "f" else x.to(DEFAULT_FLOAT)
+    return x if x.dtype.kind == "f" else x.to(_default_float[0])
 
 
-def check_float(op: str, x: Any) -> None:
-    """Refuse an integer or bool tensor where only floats make sense (mean, softmax, ...), as PyTorch does."""
+def check_float(op: str, x: Any) -> np.dtype:
+    """Refuse an integer or bool tensor where only floats make sense (mean, softmax, ...), as PyTorch does; else
+    its dtype."""
     if x.dtype.kind != "f":
-        raise TypeError(f"{op}: needs a floating-point tensor, got {x.dtype}; convert with .to(mg.float32)")
+        raise TypeError(f"{op}: needs a floating-point tensor, got {x.dtype} of shape {x.shape}; convert with "
+                        ".to(mg.float32)")
+    return x.dtype
 
 
 def check_same_device_and_dtype(op: str, inputs: Sequence[Any]) -> None:

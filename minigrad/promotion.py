@@ -7,10 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from minigrad import backend, core
-from minigrad.dtypes import DEFAULT_FLOAT, number_kind
+from minigrad.dtypes import get_default_dtype, number_kind
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}  # bool < integer < float, as PyTorch promotes across kinds
-_KIND_DEFAULT = {"u": "int64", "i": "int64", "f": DEFAULT_FLOAT}  # for a number of a higher kind than its tensor
 
 
 def operands(op: str, a: Any, b: Any) -> tuple[core.Tensor, core.Tensor]:
@@ -42,7 +41,7 @@ def _with_number(op: str, x: core.Tensor, value: Any) -> tuple[core.Tensor, core
     would make)."""
     kind = number_kind(op, value)  # a bool, int or float, checked: fill below cannot misread it
     if _KIND_RANK[kind] > _KIND_RANK[x.dtype.kind]:
-        x = x.to(_KIND_DEFAULT[kind])
+        x = x.to(get_default_dtype() if kind == "f" else "int64")  # the default for a number of a higher kind
     number = backend.get_array_module(x.array).empty((), dtype=x.dtype)
     number.fill(value)  # on the GPU a kernel that takes the number as its argument
     return x, core.TENSOR.wrap(number)

@@ -56,6 +56,7 @@ from minigrad.elementwise import (
     Tanh,
     Where,
 )
+from minigrad.indexing import AddAt
 from minigrad.losses import (
     BCEWithLogitsFunction,
     CrossEntropyFunction,
@@ -65,6 +66,7 @@ from minigrad.losses import (
 )
 from minigrad.matmul import LinearFunction, MatMul
 from minigrad.normalization import LayerNormFunction, RMSNormFunction
+from minigrad.pointwise import Expm1, OtherLog
 from minigrad.reductions import Cumsum, LogSumExp, Max, Prod, Std, Sum, Var
 from minigrad.sdpa import ScaledDotProductAttentionFunction
 from minigrad.shapes import (
@@ -212,6 +214,16 @@ def pow_graph(node, dout):
 @formula(Neg)
 def neg_graph(node, dout):
     return (-dout,)
+
+
+@formula(OtherLog)
+def other_log_graph(node, dout):
+    return (dout / ((saved_input(node, 0, node.x) + node.shift) * node.log_base),)
+
+
+@formula(Expm1)
+def expm1_graph(node, dout):
+    return (dout * (saved_output(node, node.y) + 1),)
 
 
 @formula(Exp)
@@ -420,6 +432,11 @@ class IndexAdd(Function):
 @formula(IndexAdd)
 def index_add_graph(node, dout):
     return (GetItem.apply(dout, index=node.where),)
+
+
+@formula(AddAt)
+def add_at_graph(node, dout):
+    return dout, GetItem.apply(dout, index=node.index)
 
 
 @formula(GetItem)

@@ -1,50 +1,55 @@
-"""mg.save / mg.load: nested dicts of arrays and plain values in one .npz file, without pickle: arrays as entries
-named by their path ("model/wte.weight"), the rest as one JSON entry. Writes are atomic (a temporary file in the
-same folder as the file a symlink points to, flushed, given the old file's mode, then renamed over it), so an
-interrupted save leaves the old file.
+"""mg.save / mg.load, as torch.save and torch.load's weights-only loading: any object of tensors, arrays and Python
+values in one .npz file, without pickle: the tensors and arrays as numbered .npy entries, the rest as one JSON entry
+whose objects are tags ({"tensor": "0"}, {"tuple": [...]}, {"dict": [[key, value], ...]}), and the format's version.
+Writes to a path are atomic (a temporary file in the same folder as the file a symlink points to, flushed, given the
+old file's mode, then renamed over it), so an interrupted save leaves the old file. Files of format 1 (minigrad 0.3)
+still read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import secrets
 import stat
 import zipfile
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from minigrad import backend
 from minigrad.tensor import Tensor
 
+FORMAT_VERSION = 2  # 1: minigrad 0.3's nested dicts of arrays; 2: any object of tensors, arrays and Python values
+_FORMAT_KEY = "__format__"
 _JSON_KEY = "__json__"
-_INT_KEYS = "__int_keys__"  # the paths of the keys that were ints (an optimizer's state by parameter number)
+_INT_KEYS = "__int_keys__"  # format 1: the paths of the keys that were ints (an optimizer's state by parameter number)
 
 
-def save(tree: dict[str, Any], f: str | os.PathLike) -> None:
-    """Write `tree` (nested dicts; leaves are arrays, tensors or JSON values) to the path `f` atomically, the object
-    first, as torch.save(obj, f). As torch.save, a symlink is written through (its target replaced, the link kept)
-    and a file written over keeps its permissions; a new file gets those the user's umask gives. Keys are strings or
-    ints, given back as they were; tuples come back as lists. What load() could not give back (other keys, a key with
-    '/' or a control character, object arrays, other values) is refused before anything is written, and the old file
-    is only replaced by a complete new one."""
-    if isinstance(tree, (str, os.PathLike)) and isinstance(f, dict):
+def save(obj: Any, f: str | os.PathLike | BinaryIO) -> None:
+    """Write `obj`, any nesting of tensors, arrays, NumPy scalars, numbers, strings, None, lists, tuples and dicts (keys
+    None, bools, numbers or strings), to the path `f` atomically or into a binary file open for writing, as
+    torch.save(obj, f): a symlink is written through (its target replaced, the link kept) and a file written over
+    keeps its permissions; a new one gets those the user's umask gives. load() gives it back as it was, tensors as
+    tensors (with requires_grad), arrays as arrays, tuples as tuples, a tensor saved twice as one. A module is refused
+    (save its state_dict(), as PyTorch's weights-only load refuses the module itself), as is anything else load()
+    could not give back without unpickling code, before anything is written."""
+    if isinstance(obj, (str, os.PathLike)) and isinstance(f, dict):
         raise TypeError(f"save: the object comes first, then the path, as in torch.save(obj, f): "
-                        f"mg.save(tree, {os.fspath(tree)!r}) (minigrad's save took the path first before)")
-    if not isinstance(f, (str, os.PathLike)):
-        raise TypeError(f"save: f must be a path (str or os.PathLike), got {type(f).__name__}; the file is written by "
-                        "its path, atomically, not into an open file object")
-    if not isinstance(tree, dict):
-        hint = "; save its state_dict()" if hasattr(tree, "state_dict") else ""
-        raise TypeError(f"save: expected a dict, got {type(tree).__name__}{hint}")
+                        f"mg.save(tree, {os.fspath(obj)!r}) (minigrad's save took the path first before)")
+    if not isinstance(f, (str, os.PathLike)) and not hasattr(f, "write"):
+        raise TypeError(f"save: f must be a path (str or os.PathLike) or a binary file open for writing, got "
+                        f"{type(f).__name__}")
     arrays: dict[str, np.ndarray] = {}
-    int_keys: list[list[str]] = []
-    plain = _split(tree, [], arrays, int_keys)
-    arrays[_JSON_KEY] = np.array(json.dumps(plain))
-    if int_keys:
-        arrays[_INT_KEYS] = np.array(json.dumps(int_keys))
+    skeleton = _encode(obj, arrays, {}, "the object")
+    arrays[_JSON_KEY] = np.array(json.dumps(skeleton))
+    arrays[_FORMAT_KEY] = np.array(FORMAT_VERSION)
+    if not isinstance(f, (str, os.PathLike)):  # an open file: written in place (only a path is replaced atomically)
+        _write_entries(f, arrays)
+        return
     path = os.path.realpath(f)  # through symlinks: the rename below replaces the file, not the link
     if os.path.exists(path) and not os.access(path, os.W_OK):  # as open(path, "wb") would: no rename around it
         raise PermissionError(f"save: {path!r} is read-only (mode {os.stat(path).st_mode & 0o777:o}), as open() would "
@@ -86,74 +91,55 @@ def _create_temporary(folder: str) -> tuple[int, str]:
             continue
 
 
-def _split(tree: dict[Any, Any], path: list[str], arrays: dict[str, np.ndarray],
-           int_keys: list[list[str]]) -> dict[str, Any]:
-    """Move array leaves into `arrays` under their path ("model/wte.weight"); return the rest of the tree, its
-    keys as strings (each int key's path noted in `int_keys`), checked."""
-    plain: dict[str, Any] = {}
-    names: set[str] = set()
-    where = "/".join(path) or "the top level"
-    for key, value in tree.items():
-        if isinstance(key, int) and not isinstance(key, bool):
-            name = str(key)
-            int_keys.append([*path, name])
-        elif isinstance(key, str):
-            name = key
-        else:
-            raise TypeError(f"save: key {key!r} (at {where}) is a {type(key).__name__}; keys are strings or ints")
-        if not name or any(c in name for c in "/\\") or any(ord(c) < 32 for c in name) \
-                or name in (_JSON_KEY, _INT_KEYS) or not _encodable(name):
-            raise ValueError(f"save: key {key!r} (at {where}) cannot be written: keys must be non-empty, without '/', "
-                             f"'\\' or control characters (such as NUL), encodable as UTF-8, and not {_JSON_KEY!r} or "
-                             f"{_INT_KEYS!r}")
-        if name in names:
-            raise ValueError(f"save: keys {key!r} and {name!r} (at {where}) would be written as one")
-        names.add(name)
-        if isinstance(value, dict):
-            plain[name] = _split(value, [*path, name], arrays, int_keys)
-        elif isinstance(value, Tensor) or hasattr(value, "dtype"):  # a tensor, a NumPy or CuPy array or scalar
-            array = backend.to_numpy(value.array if isinstance(value, Tensor) else value)
-            if array.dtype.kind in "OV":
-                raise TypeError(f"save: {where}/{name} is an array of dtype {array.dtype}, which load() could not "
-                                "read back without pickle")
-            arrays["/".join([*path, name])] = array
-        else:
-            _check_json(value, "/".join([*path, name]))
-            plain[name] = value
-    return plain
+def _encode(obj: Any, arrays: dict[str, np.ndarray], seen: dict[int, Any], where: str) -> Any:
+    """obj as JSON, its tensors and arrays moved into `arrays` as numbered entries; every JSON object is a tag:
+    {"tensor": n}, {"array": n}, {"scalar": n}, {"tuple": [...]} or {"dict": [[key, value], ...]}."""
+    if isinstance(obj, np.generic):  # before the numbers: np.float64 is a float, and would come back as one
+        return _entry("scalar", np.asarray(obj), arrays, where)
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    if id(obj) in seen:  # the same tensor or array again (a tied weight): one entry, one object when loaded
+        return seen[id(obj)]
+    if isinstance(obj, Tensor):
+        node = _entry("tensor", backend.to_numpy(obj.array), arrays, where)
+        seen[id(obj)] = node = {**node, "requires_grad": True} if obj.requires_grad else node
+        return node
+    if backend.is_array(obj):
+        seen[id(obj)] = node = _entry("array", backend.to_numpy(obj), arrays, where)
+        return node
+    if isinstance(obj, list):
+        return [_encode(v, arrays, seen, f"{where}[{i}]") for i, v in enumerate(obj)]
+    if isinstance(obj, tuple):
+        return {"tuple": [_encode(v, arrays, seen, f"{where}[{i}]") for i, v in enumerate(obj)]}
+    if isinstance(obj, dict):
+        for key in obj:
+            if not (key is None or isinstance(key, (bool, int, float, str))):
+                raise TypeError(f"save: {where} has the key {key!r:.40}, a {type(key).__name__}; keys are None, bools, "
+                                "numbers or strings")
+        return {"dict": [[key, _encode(v, arrays, seen, f"{where}[{key!r:.40}]")] for key, v in obj.items()]}
+    if hasattr(obj, "state_dict") and hasattr(obj, "parameters"):
+        raise TypeError(f"save: {where} is a {type(obj).__name__} module, which load() could not rebuild without "
+                        "unpickling code; save its state_dict(): mg.save(model.state_dict(), f)")
+    raise TypeError(f"save: {where} is a {type(obj).__name__}, which load() could not give back without unpickling "
+                    "code; save tensors, arrays, numbers, strings, None, lists, tuples and dicts of them")
 
 
-def _encodable(name: str) -> bool:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate
-        return False
-    return True
+def _entry(kind: str, array: np.ndarray, arrays: dict[str, np.ndarray], where: str) -> dict[str, str]:
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"save: {where} is an array of dtype {array.dtype}, which load() could not read back without "
+                        "pickle; save numbers (bool, integer or float)")
+    name = str(len(arrays))
+    arrays[name] = array
+    return {kind: name}
 
 
-def _check_json(value: Any, where: str) -> None:
-    """Refuse a value that JSON would not write, or would give back as something else."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return
-    if isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            _check_json(item, f"{where}[{i}]")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError(f"save: {where} has the key {key!r}; keys must be strings")
-            _check_json(item, f"{where}[{key!r}]")
-    else:
-        raise TypeError(f"save: {where} is a {type(value).__name__}, neither an array nor a JSON value "
-                        "(None, bool, int, float, str, list, dict)")
-
-
-def load(path: str | os.PathLike, map_location: str | None = None, weights_only: bool | None = None) -> dict[str, Any]:
-    """Read a file written by save(): the same nested dicts, with NumPy arrays as leaves (CuPy arrays with
-    map_location="cuda"), as torch.load(path, map_location=..., weights_only=...). The file records no device, so
-    map_location is where the arrays go: None, "cpu", "cuda" or an mg.device; a dict or a function (which remap
-    the devices PyTorch's files record) is refused. weights_only: any value reads the same way, without pickle, which
-    is what weights_only=True asks of PyTorch.
+def load(f: str | os.PathLike | BinaryIO, map_location: str | None = None, weights_only: bool | None = None) -> Any:
+    """Read what save() wrote, from a path or a binary file open for reading, as torch.load(f, map_location=...,
+    weights_only=...): the object as it was saved, its tensors and arrays on the host, or on map_location ("cpu",
+    "cuda" or an mg.device; a dict or a function, which remap the devices PyTorch's files record, is refused: a
+    minigrad file records none). weights_only: any value reads the same way, without pickle, which is what
+    weights_only=True asks of PyTorch. A file of format 1 (minigrad 0.3: nested dicts, tensors saved as arrays)
+    reads as it always did.
 
     Anything else, damaged or crafted, is a ValueError saying the file is not a readable checkpoint.
     """
@@ -161,15 +147,54 @@ def load(path: str | os.PathLike, map_location: str | None = None, weights_only:
                                          and map_location.partition(":")[0] in backend.DEVICES):
         raise TypeError(f"load: map_location {map_location!r:.60} is not supported: a minigrad file records no devices "
                         "to remap; pass 'cpu' or 'cuda' (or an mg.device), or None for the host")
-    device = None if map_location is None else backend.check_device(backend.device(map_location).type)
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"load: no checkpoint at {path}")
+    device = "cpu" if map_location is None else backend.check_device(backend.device(map_location).type)
+    name = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", type(f).__name__)
+    if isinstance(f, (str, os.PathLike)) and not os.path.exists(name):
+        raise FileNotFoundError(f"load: no checkpoint at {name}")
     try:
-        tree = _read(path)
+        entries = _entries(f)
+        if _FORMAT_KEY not in entries:
+            return _moved(_read_format_1(entries), device)
+        version = entries.pop(_FORMAT_KEY)
+        if version.shape != () or version.dtype.kind not in "iu" or not 2 <= int(version) <= FORMAT_VERSION:
+            raise ValueError(f"its format is {version!r:.40}; this minigrad reads formats 1 to {FORMAT_VERSION} (a "
+                             "newer minigrad wrote it?)")
+        skeleton = json.loads(str(entries.pop(_JSON_KEY)))
+        return _decode(skeleton, entries, device, {})
     except Exception as err:  # whatever zipfile, NumPy or json raise on a damaged or crafted file
-        raise ValueError(f"load: {path} is not a readable minigrad checkpoint ({type(err).__name__}: {err})") from None
-    return tree if device in (None, "cpu") else _moved(tree, device)
+        raise ValueError(f"load: {name} is not a readable minigrad checkpoint ({type(err).__name__}: {err})") from None
+
+
+def _decode(node: Any, entries: dict[str, np.ndarray], device: str, made: dict[str, Any]) -> Any:
+    """What _encode wrote, back: JSON values as they are, the tags as tensors, arrays, scalars, tuples and dicts."""
+    if node is None or isinstance(node, (bool, int, float, str)):
+        return node
+    if isinstance(node, list):
+        return [_decode(v, entries, device, made) for v in node]
+    if not isinstance(node, dict) or not node:
+        raise ValueError(f"it holds {node!r:.40} where a value was expected")
+    kind = next(iter(node))
+    if kind == "tuple" and len(node) == 1 and isinstance(node[kind], list):
+        return tuple(_decode(v, entries, device, made) for v in node[kind])
+    if kind == "dict" and len(node) == 1 and isinstance(node[kind], list):
+        pairs = [pair for pair in node[kind] if isinstance(pair, list) and len(pair) == 2
+                 and (pair[0] is None or isinstance(pair[0], (bool, int, float, str)))]
+        if len(pairs) != len(node[kind]):
+            raise ValueError("a dict of it holds something other than [key, value] pairs")
+        return {key: _decode(v, entries, device, made) for key, v in pairs}
+    name = node.get(kind)
+    if kind not in ("tensor", "array", "scalar") or not isinstance(name, str) or name not in entries \
+            or set(node) - {kind, "requires_grad"}:
+        raise ValueError(f"it holds the tag {node!r:.60}, which names no entry")
+    if name not in made:  # a tensor or array saved twice comes back as one object
+        array = entries[name]
+        if kind == "scalar":
+            made[name] = array[()]
+        elif kind == "array":
+            made[name] = backend.to_device(array, device)
+        else:
+            made[name] = Tensor.leaf(array, requires_grad=node.get("requires_grad") is True, device=device, copy=False)
+    return made[name]
 
 
 def _moved(tree: dict[Any, Any], device: str) -> dict[Any, Any]:
@@ -178,16 +203,15 @@ def _moved(tree: dict[Any, Any], device: str) -> dict[Any, Any]:
             else v for k, v in tree.items()}
 
 
-def _read(path: str) -> dict[str, Any]:
-    _check_entries(path)
-    with np.load(path, allow_pickle=False) as npz:
-        tree = json.loads(str(npz[_JSON_KEY]))
-        if not isinstance(tree, dict):
-            raise ValueError(f"its {_JSON_KEY} entry is {type(tree).__name__}, not a JSON object")
-        for name in npz.files:
-            if name not in (_JSON_KEY, _INT_KEYS):
-                _place(tree, name, npz[name])
-        int_keys = json.loads(str(npz[_INT_KEYS])) if _INT_KEYS in npz.files else []
+def _read_format_1(entries: dict[str, np.ndarray]) -> dict[str, Any]:
+    """A file of minigrad 0.3: a JSON tree of dicts, its arrays at their paths ("model/wte.weight"), int keys noted."""
+    tree = json.loads(str(entries[_JSON_KEY]))
+    if not isinstance(tree, dict):
+        raise ValueError(f"its {_JSON_KEY} entry is {type(tree).__name__}, not a JSON object")
+    for name, array in entries.items():
+        if name not in (_JSON_KEY, _INT_KEYS):
+            _place(tree, name, array)
+    int_keys = json.loads(str(entries[_INT_KEYS])) if _INT_KEYS in entries else []
     for key_path in sorted(int_keys, key=len, reverse=True):  # the deepest first: their parents' keys are still strings
         _restore_int_key(tree, key_path)
     return tree
@@ -213,20 +237,26 @@ def _as_int(text: str) -> int | None:
         return None
 
 
-def _check_entries(path: str) -> None:
-    """Every entry must be an .npy array whose header agrees with the entry's size, so that a crafted
-    header cannot make np.load allocate more memory than the file holds."""
+def _entries(f: Any) -> dict[str, np.ndarray]:
+    """Every entry of the archive, each an .npy array whose header agrees with the entry's size (so that a crafted
+    header cannot make NumPy allocate more memory than the file holds), read without pickle, by name."""
     readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
-    with zipfile.ZipFile(path) as archive:
+    entries = {}
+    with zipfile.ZipFile(f) as archive:
         for info in archive.infolist():
-            with archive.open(info) as f:
-                version = np.lib.format.read_magic(f) if info.filename.endswith(".npy") else None
+            with archive.open(info) as entry:
+                version = np.lib.format.read_magic(entry) if info.filename.endswith(".npy") else None
                 if version not in readers:
                     raise ValueError(f"entry {info.filename!r} is not an array in .npy format 1.0 or 2.0")
-                shape, _, dtype = readers[version](f)
-                if math.prod(shape) * dtype.itemsize != info.file_size - f.tell():
+                shape, _, dtype = readers[version](entry)
+                if math.prod(shape) * dtype.itemsize != info.file_size - entry.tell():
                     raise ValueError(f"entry {info.filename!r} declares shape {shape} of {dtype} but holds "
-                                     f"{info.file_size - f.tell()} bytes")
+                                     f"{info.file_size - entry.tell()} bytes")
+            with archive.open(info) as entry:
+                entries[info.filename.removesuffix(".npy")] = np.lib.format.read_array(entry, allow_pickle=False)
+    if _JSON_KEY not in entries:
+        raise ValueError(f"it has no {_JSON_KEY} entry")
+    return entries
 
 
 def _place(tree: dict[str, Any], name: str, array: np.ndarray) -> None:
@@ -242,3 +272,19 @@ def _place(tree: dict[str, Any], name: str, array: np.ndarray) -> None:
     if leaf in node:
         raise ValueError(f"entry {name!r} names a place that already holds a value")
     node[leaf] = array
+
+
+# ---- torch.serialization's allow-list, which a program calls before torch.load(weights_only=True) ----
+
+def add_safe_globals(safe_globals: list[Any]) -> None:
+    """Accepted and kept for nothing, as torch.serialization.add_safe_globals: mg.load unpickles nothing, so it has
+    no globals to allow (a class of your own is refused by mg.save, whatever this list holds)."""
+    if not isinstance(safe_globals, (list, tuple)):
+        raise TypeError(f"add_safe_globals: expected a list of classes or functions, got {type(safe_globals).__name__}")
+
+
+@contextlib.contextmanager
+def safe_globals(safe_globals: list[Any]) -> Iterator[None]:
+    """add_safe_globals for the duration of a with block, as torch.serialization.safe_globals."""
+    add_safe_globals(safe_globals)
+    yield

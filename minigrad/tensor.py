@@ -7,6 +7,7 @@ matmul.py, activations.py), whose Functions are written on this Function.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +17,8 @@ from minigrad import backend, core
 from minigrad.arrays import as_axis
 from minigrad.autograd import grad
 from minigrad.core import as_writable, graph_order, is_grad_enabled, modes
-from minigrad.dtypes import DType, UnsupportedDType, number_dtype, number_kind
+from minigrad.dtypes import DType, UnsupportedDType, check_float, number_dtype, number_kind
+from minigrad.global_settings import print_options
 from minigrad.hooks import HookedTensor, RemovableHandle, move_retained
 from minigrad.legacy import TYPES, LegacyConstructor, TensorType, type_name
 from minigrad.promotion import operands
@@ -74,7 +76,8 @@ class Tensor(LegacyConstructor, HookedTensor, VersionedTensor, core.Tensor):
     def __repr__(self) -> str:
         grad = ", requires_grad=True" if self.requires_grad else ""
         dev = ", device='cuda'" if self.device == "cuda" else ""
-        return f"tensor({np.array2string(self.numpy(), prefix='tensor(')}, dtype={self.dtype}{dev}{grad})"
+        values = np.array2string(self.numpy(), prefix="tensor(", **print_options)  # as mg.set_printoptions says
+        return f"tensor({values}, dtype={self.dtype}{dev}{grad})"
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -193,6 +196,61 @@ class Tensor(LegacyConstructor, HookedTensor, VersionedTensor, core.Tensor):
             raise ValueError(f"type: invalid type {dtype!r}; expected a dtype (mg.long) or a type (mg.LongTensor)")
         return self.to(dtype)
 
+    def type_as(self, other: Tensor) -> Tensor:
+        """self.type(other.type()): other's dtype (and device), as PyTorch's."""
+        return self.type(other.type())
+
+    # -- new tensors with this one's dtype and device unless told otherwise, as PyTorch's x.new_zeros(...) --
+    def new_zeros(self, *size: int, dtype: DType | None = None, device: str | None = None,
+                  requires_grad: bool = False) -> Tensor:
+        return creation.zeros(*size, **self._new_options(dtype, device, requires_grad))
+
+    def new_ones(self, *size: int, dtype: DType | None = None, device: str | None = None,
+                 requires_grad: bool = False) -> Tensor:
+        return creation.ones(*size, **self._new_options(dtype, device, requires_grad))
+
+    def new_empty(self, *size: int, dtype: DType | None = None, device: str | None = None,
+                  requires_grad: bool = False) -> Tensor:
+        return creation.empty(*size, **self._new_options(dtype, device, requires_grad))
+
+    def new_full(self, size: Any, fill_value: Any, *, dtype: DType | None = None, device: str | None = None,
+                 requires_grad: bool = False) -> Tensor:
+        return creation.full(size, fill_value, **self._new_options(dtype, device, requires_grad))
+
+    def new_tensor(self, data: Any, dtype: DType | None = None, device: str | None = None,
+                   requires_grad: bool = False) -> Tensor:
+        """A copy of data as a new leaf, as mg.tensor(data), with this tensor's dtype and device unless given."""
+        return creation.tensor(data, **self._new_options(dtype, device, requires_grad))
+
+    def _new_options(self, dtype: DType | None, device: str | None, requires_grad: bool) -> dict[str, Any]:
+        return {"dtype": self.dtype if dtype is None else dtype, "device": self.device if device is None else device,
+                "requires_grad": requires_grad}
+
+    # -- random fills in place, from the device's seeded generator or `generator`, as PyTorch's --
+    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
+        """Draws from U(a, b)."""
+        return self.copy_(self._uniform("uniform_", generator) * (b - a) + a)
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
+        """Draws from N(mean, std^2)."""
+        floating = check_float("normal_", self)
+        return self.copy_(creation.randn(*self.shape, dtype=floating, device=self.device, generator=generator)
+                          * std + mean)
+
+    def exponential_(self, lambd: float = 1.0, *, generator: Any = None) -> Tensor:
+        """Draws from the exponential distribution of rate lambd: -log(1 - U) / lambd."""
+        return self.copy_(-elementwise.log(1 - self._uniform("exponential_", generator)) / lambd)
+
+    def bernoulli_(self, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+        """1 with probability p (a number, or a tensor of probabilities that broadcasts to this one), else 0; of any
+        dtype."""
+        dtype = p.dtype if isinstance(p, Tensor) and p.dtype.kind == "f" else None  # else the default float
+        draws = creation.rand(*self.shape, dtype=dtype, device=self.device, generator=generator)
+        return self.copy_(draws < p)
+
+    def _uniform(self, op: str, generator: Any) -> Tensor:
+        return creation.rand(*self.shape, dtype=check_float(op, self), device=self.device, generator=generator)
+
     def clone(self) -> Tensor:
         """A copy in new memory, in the graph (dx = dout), as PyTorch's clone."""
         return elementwise.clone(self)
@@ -231,6 +289,20 @@ class Tensor(LegacyConstructor, HookedTensor, VersionedTensor, core.Tensor):
     def copy_(self, src: Any) -> Tensor: return self._write("copy_", shapes.copied, src)
     def __setitem__(self, index: Any, value: Any) -> None: self._write("setitem", shapes.setitem, index, value)
     __iadd__, __isub__, __imul__, __itruediv__, __ipow__ = add_, sub_, mul_, div_, pow_
+
+    def scatter_(self, dim: int, index: Any, src: Any = None, value: Any = None, *, reduce: Any = None) -> Tensor:
+        return self._write("scatter_", functools.partial(indexing.scatter, reduce=reduce), dim, index, src, value)
+
+    def scatter_add_(self, dim, index, src) -> Tensor: return self._write("scatter_add_", indexing.scatter_add, dim,
+                                                                          index, src)
+    def index_add_(self, dim, index, source, *, alpha=1) -> Tensor: return self._write(
+        "index_add_", functools.partial(indexing.index_add, alpha=alpha), dim, index, source)
+    def index_copy_(self, dim, index, source) -> Tensor: return self._write("index_copy_", indexing.index_copy, dim,
+                                                                            index, source)
+    def index_fill_(self, dim, index, value) -> Tensor: return self._write("index_fill_", indexing.index_fill, dim,
+                                                                           index, value)
+    def masked_scatter_(self, mask, source) -> Tensor: return self._write("masked_scatter_", indexing.masked_scatter,
+                                                                          mask, source)
     clip_ = clamp_
 
     def unsqueeze_(self, dim: int) -> Tensor:
@@ -271,6 +343,13 @@ class Tensor(LegacyConstructor, HookedTensor, VersionedTensor, core.Tensor):
     def __eq__(self, other): return elementwise.compare("eq", self, other)
     def __ne__(self, other): return elementwise.compare("ne", self, other)
     def __abs__(self): return elementwise.abs(self)
+    def __and__(self, other): return pointwise.bitwise_and(self, other)
+    def __rand__(self, other): return pointwise.bitwise_and(other, self)
+    def __or__(self, other): return pointwise.bitwise_or(self, other)
+    def __ror__(self, other): return pointwise.bitwise_or(other, self)
+    def __xor__(self, other): return pointwise.bitwise_xor(self, other)
+    def __rxor__(self, other): return pointwise.bitwise_xor(other, self)
+    def __invert__(self): return pointwise.bitwise_not(self)
     T = property(lambda self: shapes.permute(self, *reversed(range(self.ndim))))  # all axes reversed
 
     # -- math as methods, as PyTorch's: x.exp() is elementwise.exp(x), x.sum(1) is reductions.sum(x, 1) --
@@ -285,6 +364,15 @@ class Tensor(LegacyConstructor, HookedTensor, VersionedTensor, core.Tensor):
     def sin(self) -> Tensor: return elementwise.sin(self)
     def cos(self) -> Tensor: return elementwise.cos(self)
     def erf(self) -> Tensor: return elementwise.erf(self)
+    def log10(self) -> Tensor: return pointwise.log10(self)
+    def log2(self) -> Tensor: return pointwise.log2(self)
+    def log1p(self) -> Tensor: return pointwise.log1p(self)
+    def expm1(self) -> Tensor: return pointwise.expm1(self)
+    bitwise_and, bitwise_or, bitwise_xor, bitwise_not = __and__, __or__, __xor__, __invert__
+    def logical_and(self, other) -> Tensor: return pointwise.logical_and(self, other)
+    def logical_or(self, other) -> Tensor: return pointwise.logical_or(self, other)
+    def logical_xor(self, other) -> Tensor: return pointwise.logical_xor(self, other)
+    def logical_not(self) -> Tensor: return pointwise.logical_not(self)
     def maximum(self, other) -> Tensor: return elementwise.maximum(self, other)
     def minimum(self, other) -> Tensor: return elementwise.minimum(self, other)
     def where(self, condition, other) -> Tensor: return elementwise.where(condition, self, other)
@@ -327,6 +415,28 @@ class Tensor(LegacyConstructor, HookedTensor, VersionedTensor, core.Tensor):
     def unflatten(self, *args, **kwargs) -> Tensor: return shapes.unflatten(self, *args, **kwargs)
     def gather(self, *args, **kwargs) -> Tensor: return shapes.gather(self, *args, **kwargs)
     def roll(self, *args, **kwargs) -> Tensor: return shapes.roll(self, *args, **kwargs)
+    def scatter(self, *args, **kwargs) -> Tensor: return indexing.scatter(self, *args, **kwargs)
+    def scatter_add(self, *args, **kwargs) -> Tensor: return indexing.scatter_add(self, *args, **kwargs)
+    def index_add(self, *args, **kwargs) -> Tensor: return indexing.index_add(self, *args, **kwargs)
+    def index_copy(self, *args, **kwargs) -> Tensor: return indexing.index_copy(self, *args, **kwargs)
+    def index_fill(self, *args, **kwargs) -> Tensor: return indexing.index_fill(self, *args, **kwargs)
+    def index_select(self, *args, **kwargs) -> Tensor: return indexing.index_select(self, *args, **kwargs)
+    def masked_scatter(self, *args, **kwargs) -> Tensor: return indexing.masked_scatter(self, *args, **kwargs)
+    def take_along_dim(self, *args, **kwargs) -> Tensor: return indexing.take_along_dim(self, *args, **kwargs)
+    def narrow(self, *args, **kwargs) -> Tensor: return indexing.narrow(self, *args, **kwargs)
+    def unfold(self, *args, **kwargs) -> Tensor: return indexing.unfold(self, *args, **kwargs)
+    def nonzero(self, *args, **kwargs) -> Any: return indexing.nonzero(self, *args, **kwargs)
+    def argwhere(self) -> Tensor: return indexing.argwhere(self)
+    def count_nonzero(self, *args, **kwargs) -> Tensor: return indexing.count_nonzero(self, *args, **kwargs)
+    def sort(self, *args, **kwargs) -> Any: return sorting.sort(self, *args, **kwargs)
+    def argsort(self, *args, **kwargs) -> Tensor: return sorting.argsort(self, *args, **kwargs)
+    def unique(self, *args, **kwargs) -> Any: return sorting.unique(self, *args, **kwargs)
+    def repeat_interleave(self, *args, **kwargs) -> Tensor: return sorting.repeat_interleave(self, *args, **kwargs)
+    def bincount(self, *args, **kwargs) -> Tensor: return sorting.bincount(self, *args, **kwargs)
+    def histc(self, *args, **kwargs) -> Tensor: return sorting.histc(self, *args, **kwargs)
+    def histogram(self, *args, **kwargs) -> Any: return sorting.histogram(self, *args, **kwargs)
+    def norm(self, *args, **kwargs) -> Tensor: return algebra.norm(self, *args, **kwargs)
+    def diag(self, *args, **kwargs) -> Tensor: return algebra.diag(self, *args, **kwargs)
 
     # shapes and dims as varargs, x.reshape(2, 3) or x.reshape((2, 3)), as in PyTorch
     def reshape(self, *shape: int) -> Tensor: return shapes.reshape(self, *shape)
@@ -377,4 +487,15 @@ core.make_tensors_as(Tensor)  # op results and gradients are of this class (core
 # The Tensor <-> ops tie, the one import cycle of the engine: Tensor's operators and methods above call the
 # op modules' functions, and those modules build their Functions and results on Function and Tensor, defined
 # above. Each op module imports only this file and the modules below it, never another op module.
-from minigrad import activations, elementwise, matmul, reductions, shapes  # noqa: E402
+from minigrad import (  # noqa: E402
+    activations,
+    algebra,
+    creation,
+    elementwise,
+    indexing,
+    matmul,
+    pointwise,
+    reductions,
+    shapes,
+    sorting,
+)

@@ -42,7 +42,7 @@ def all_reduce(world: distributed.World, device: str, args: argparse.Namespace) 
 def broadcast(world: distributed.World, device: str, args: argparse.Namespace) -> list:
     mg.manual_seed(100 + world.rank)  # each rank starts from different weights
     model = GPT(GPTConfig(vocab_size=7, block_size=4, n_embd=8, n_head=2, n_layer=1)).to(device)
-    before = model.parameters()[0].numpy().tolist()
+    before = next(model.parameters()).numpy().tolist()
     world.broadcast([p.array for p in model.parameters()])
     return [before, [p.numpy().tolist() for p in model.parameters()]]
 

@@ -387,7 +387,7 @@ _FUNCTION_NAMES = (
     "sort", "cumsum", "cumprod", "diff", "count_nonzero", "nonzero", "flatnonzero", "argwhere", "unique", "allclose",
     "isclose", "array_equal", "may_share_memory", "shares_memory", "polyval", "nan_to_num", "around", "round",
     "result_type", "can_cast", "promote_types", "isscalar", "ndim", "shape", "size", "atleast_1d", "atleast_2d",
-    "searchsorted", "bincount", "unravel_index", "ravel_multi_index", "indices", "ix_")
+    "searchsorted", "bincount", "histogram", "unravel_index", "ravel_multi_index", "indices", "ix_")
 for _name in _FUNCTION_NAMES:
     globals()[_name] = _function(_name, getattr(np, _name))
 

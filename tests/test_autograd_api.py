@@ -201,7 +201,7 @@ def test_a_parameter_is_replaced_only_by_a_parameter_or_none():
     with pytest.raises(TypeError, match="cannot assign"):
         t2.bias = torch.zeros(2)
     l2.scale = mg.ones(2)  # a new name holds any value, a plain attribute
-    assert len(l2.parameters()) == 1
+    assert len(list(l2.parameters())) == 1
 
 
 def assignments(lib, N):

@@ -20,6 +20,7 @@ from minigrad.gradcheck_cases import CASES, Case
 # ops, those that only move or pick values, and softmax of one element, a constant), so it is zero wherever it exists
 # and gradgradcheck has only the gradient's dependence on dout to check (the test below checks the list).
 NO_SECOND_DERIVATIVE = {
+    "scatter_add repeated places", "index_add",
     "add", "add broadcast", "add scalar tensor", "add trailing", "sub broadcast", "sub x - x", "mul python scalar",
     "neg", "sum all", "sum axis 0", "sum axes (0, 2) keepdims", "mean all", "mean axis 1", "mean axis -1 keepdims",
     "max all", "amax axis 1", "amax axes (0, 2) keepdims", "max dim 1 values", "max dim 0 keepdim values", "reshape",
@@ -110,6 +111,9 @@ TORCH_TABLE = [
     ("logsumexp cumsum", lambda m, F, T, x: x.logsumexp(1) * x.cumsum(1).sum(1), ((2, 3, 4),), False),
     ("reshape permute transpose", lambda m, F, T, x: (x.reshape(4, 6).T @ x.permute(2, 0, 1).reshape(4, 6)).sum(0)
      * x.transpose(0, 2).reshape(4, 6), ((2, 3, 4),), False),
+    ("log10 log2 log1p expm1", lambda m, F, T, x: x.log10() * x.log2() + x.log1p() * x.expm1(), ((2, 3),), True),
+    ("scatter_add index_add", lambda m, F, T, a, b: m.scatter_add(a * a, 1, T(_IDX), (b * b)[:, :3])
+     * m.index_add(a, 0, T(np.array([2, 0, 2])), b * a, alpha=0.5), ((3, 4), (3, 4)), False),
     ("getitem gather", lambda m, F, T, x: x[1:, ::2] * x[T(np.array([0, 2, 1]))][:2, ::2]
      * x.gather(1, T(_IDX))[:2, :2], ((3, 4),), False),
     ("cat stack split", lambda m, F, T, a, b: m.cat([a * b, a], 1) * m.stack([b, a], 1).reshape(2, 6)

@@ -18,7 +18,8 @@ import train
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "minigrad"
-OP_MODULES = {"elementwise", "reductions", "shapes", "matmul", "activations"}  # what Tensor's operators call
+OP_MODULES = {"elementwise", "reductions", "shapes", "matmul", "activations",  # what Tensor's operators call
+              "pointwise", "indexing", "sorting", "algebra", "creation"}  # and its methods x.sort(), x.new_zeros(), ...
 PROJECT = [*ENGINE.rglob("*.py"), *(ROOT / "models").glob("*.py"), *(ROOT / "gptlab").glob("*.py"), *ROOT.glob("*.py"),
            *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "scripts").glob("*.py"), *(ROOT / "examples").glob("*.py")]
 

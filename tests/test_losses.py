@@ -100,7 +100,7 @@ def test_the_loss_layers_match_pytorch_s_with_their_options():
         loss.backward(dout)
         t_loss.backward(torch.tensor(dout))
         np.testing.assert_allclose(mx.grad, tx.grad.numpy(), rtol=1e-10, atol=1e-14, err_msg=type(layer).__name__)
-        assert layer.parameters() == []  # weight and pos_weight are constants, as PyTorch's buffers
+        assert list(layer.parameters()) == []  # weight and pos_weight are constants, as PyTorch's buffers
 
 
 def test_a_loss_trains_a_model_through_the_layer():

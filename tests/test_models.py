@@ -47,7 +47,7 @@ def test_gradcheck_attention(device):
     mg.manual_seed(0)
     attn = scramble(MultiHeadSelfAttention(8, 2).to(device).to(mg.float64))
     x = mg.tensor(np.random.default_rng(1).standard_normal((2, 4, 8)), requires_grad=True, device=device)
-    params = attn.parameters()
+    params = list(attn.parameters())
     assert len(params) == 8  # q_proj, k_proj, v_proj and proj, weight and bias each
     mg.gradcheck(lambda x, *params: attn(x), x, *params)
 
@@ -56,7 +56,7 @@ def test_gradcheck_decoder_block(device):
     mg.manual_seed(0)
     block = scramble(DecoderBlock(GPTConfig(n_embd=8, n_head=2)).to(device).to(mg.float64))
     x = mg.tensor(np.random.default_rng(1).standard_normal((2, 4, 8)), requires_grad=True, device=device)
-    params = block.parameters()
+    params = list(block.parameters())
     assert len(params) == 16  # two LayerNorms, q/k/v_proj, attn proj, fc, mlp proj: weight and bias each
     mg.gradcheck(lambda x, *params: block(x), x, *params)
 
@@ -66,7 +66,7 @@ def test_gradcheck_gpt_loss(device):
     idx = tokens((2, 5))
     targets = tokens((2, 5), seed=1)
     targets[0, 0] = IGNORE_INDEX  # an ignored target takes part too
-    params = model.parameters()
+    params = list(model.parameters())
     assert len(params) == 2 + 16 * 2 + 2  # wte, wpe, two blocks, ln_f (the head is wte itself)
     mg.gradcheck(lambda *params: model(idx, targets)[1], *params)
 
@@ -388,7 +388,7 @@ def test_gradcheck_llama_block(device):
     mg.manual_seed(0)
     block = scramble(LlamaBlock(LlamaConfig(**TINY)).to(device).to(mg.float64))
     x = mg.tensor(np.random.default_rng(1).standard_normal((2, 4, 8)), requires_grad=True, device=device)
-    params = block.parameters()
+    params = list(block.parameters())
     assert len(params) == 9  # two RMSNorm weights, q/k/v_proj and attention proj, w1 w2 w3: no biases
     mg.gradcheck(lambda x, *params: block(x), x, *params)
 

@@ -3,7 +3,6 @@ conversion, state dicts (and their refusals), seeded and GPT-2-style initialisat
 mg.load (round trip, atomic writes, corrupted and missing files).
 """
 
-import io
 import math
 import os
 
@@ -50,7 +49,7 @@ def test_parameters_and_num_parameters():
     V, T, C, L = 11, 5, 8, 2
     per_block = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (4 * C * C + 4 * C) + (4 * C * C + C)
     assert model.num_parameters() == V * C + T * C + L * per_block + 2 * C
-    params = model.parameters()
+    params = list(model.parameters())
     assert [id(p) for p in params] == [id(p) for _, p in model.named_parameters()]
     assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in params)
 
@@ -258,30 +257,24 @@ def test_save_and_load_round_trip(tmp_path):
     ints = loaded["nested"]["deeper"]["ints"]
     assert ints.dtype == np.int64 and ints.tolist() == [[0, 1, 2], [3, 4, 5]]
     assert loaded["nested"]["deeper"]["scalar"] == 2.5 and loaded["nested"]["empty"] == {}
-    assert isinstance(loaded["tensor"], np.ndarray) and loaded["tensor"].tolist() == [[1.0, 2.0]]
+    assert isinstance(loaded["tensor"], mg.Tensor) and loaded["tensor"].tolist() == [[1.0, 2.0]]
     assert loaded["config"] == tree["config"]
     fresh = small_gpt(seed=9)
     fresh.load_state_dict(loaded["model"])
     assert_same_params(params_of(fresh), params_of(model))
 
 
-def test_save_takes_the_object_first_and_refuses_the_old_order_a_file_object_and_a_module(tmp_path):
+def test_save_takes_the_object_first_and_refuses_the_old_order_a_non_file_and_a_module(tmp_path):
     """torch.save(obj, f)'s order; the old path-first call is refused with the new one spelled out."""
     path = tmp_path / "w.npz"
     with pytest.raises(TypeError, match=r"the object comes first, then the path, as in torch.save\(obj, f\): "
                                         r"mg.save\(tree, '.*w.npz'\)"):
         mg.save(path, {"w": np.zeros(2)})
-    with pytest.raises(TypeError, match="f must be a path"):
-        mg.save({"w": np.zeros(2)}, io.BytesIO())
-    with pytest.raises(TypeError, match=r"expected a dict, got Linear; save its state_dict\(\)"):
+    with pytest.raises(TypeError, match="f must be a path .* or a binary file open for writing, got int"):
+        mg.save({"w": np.zeros(2)}, 3)
+    with pytest.raises(TypeError, match=r"the object is a Linear module.*save its state_dict\(\)"):
         mg.save(nn.Linear(2, 2), path)
     assert not path.exists()
-
-
-def test_save_refuses_keys_that_would_not_round_trip(tmp_path):
-    with pytest.raises(ValueError, match="without '/'"):
-        mg.save({"a/b": np.zeros(2)}, tmp_path / "x.npz")
-    assert os.listdir(tmp_path) == []
 
 
 def test_save_is_atomic_when_writing_fails(tmp_path, monkeypatch):

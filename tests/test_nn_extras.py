@@ -42,7 +42,7 @@ def test_module_dict_follows_train_eval_state_dict_and_removal():
     other.load_state_dict(state)
     np.testing.assert_array_equal(other[0]["proj"].weight.numpy(), model[0]["proj"].weight.numpy())
     removed = model[0].pop("proj")
-    assert isinstance(removed, nn.Linear) and model.parameters() == []
+    assert isinstance(removed, nn.Linear) and list(model.parameters()) == []
     model[0].update({"x": nn.Linear(1, 1)})
     del model[0]["x"]
     model[0].clear()

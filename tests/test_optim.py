@@ -231,7 +231,7 @@ def test_a_parameter_that_is_a_transposed_view_is_updated_in_place(device, make,
 def test_clip_grad_norm_scales_to_max_norm_and_returns_the_norm_before():
     problem = Problem()
     problem.set_grads()
-    params = problem.model.parameters()
+    params = list(problem.model.parameters())
     params[2].grad = None  # skipped, not an error
     grads = [p.grad.numpy().copy() for p in params if p.grad is not None]
     norm = math.sqrt(sum((g**2).sum() for g in grads))
@@ -431,7 +431,7 @@ def test_a_parameter_whose_first_gradient_comes_late_starts_at_its_own_step_1(fu
 
 def test_state_is_made_at_a_parameters_first_gradient_and_keyed_by_it():
     problem = Problem()
-    params = problem.model.parameters()
+    params = list(problem.model.parameters())
     opt = optim.AdamW(params)
     assert opt.state == {}
     problem.set_grads()

@@ -261,7 +261,7 @@ def test_layernorm_of_a_tuple_shape_matches_torch():
     assert_same(x.grad, tx.grad)
     assert_same(mine.weight.grad, theirs.weight.grad)
     no_affine = nn.LayerNorm(4, 1e-5, False)  # torch's third argument: elementwise_affine
-    assert no_affine.weight is None and no_affine.bias is None and not no_affine.parameters()
+    assert no_affine.weight is None and no_affine.bias is None and not list(no_affine.parameters())
     assert nn.LayerNorm(4, bias=False).bias is None
     with pytest.raises(TypeError):
         nn.Linear(2, 3, True, 0.5)  # std is keyword-only: torch's fourth argument is the device

@@ -292,7 +292,7 @@ def test_a_checkpoint_of_format_3_resumes_as_it_would_have(tmp_path, capsys):
     resume_old_as_whole(capsys, tmp_path, whole)
     ckpt = mg.load(tmp_path / "old" / CHECKPOINT)  # written again by the resumed run: in this format now
     assert ckpt["format"] == checkpoint.FORMAT and {s["step"] for s in ckpt["optim"]["state"].values()} == {12}
-    assert [g["betas"] for g in ckpt["optim"]["param_groups"]] == [[0.9, 0.95]] * 2
+    assert [g["betas"] for g in ckpt["optim"]["param_groups"]] == [(0.9, 0.95)] * 2  # a tuple, as saved
 
 
 def test_fresh_runs_into_one_out_keep_every_earlier_checkpoint(tmp_path, capsys):

@@ -198,8 +198,10 @@ class Module:
     def buffers(self) -> Iterator[Tensor]:
         return (b for _, b in self.named_buffers())
 
-    def parameters(self) -> list[Parameter]:
-        return list(dict(self.named_parameters()).values())  # names are unique: each parameter once, in order
+    def parameters(self) -> Iterator[Parameter]:
+        """Each parameter once, in order, as a generator (as PyTorch's: next(model.parameters()) is the first; wrap it
+        in list() to index it or take its len)."""
+        return (p for _, p in self.named_parameters())
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
         """(dotted name, module) for this module ("") and every module inside it, depth first, each once."""
