@@ -284,6 +284,18 @@ class Module:
                         m.register_buffer(name, b.to(target), name not in m._non_persistent_buffers)
         return self
 
+    def double(self) -> Module:
+        """Every floating-point parameter and buffer as float64, in place (to(mg.float64)), as PyTorch's."""
+        return self.to(np.float64)
+
+    def float(self) -> Module:
+        """Every floating-point parameter and buffer as float32, in place."""
+        return self.to(np.float32)
+
+    def half(self) -> Module:
+        """Every floating-point parameter and buffer as float16, in place."""
+        return self.to(np.float16)
+
     # -- saving and loading --
     def state_dict(self) -> dict[str, Any]:
         """Parameter and persistent buffer arrays by dotted name (the arrays themselves, not copies), each module's
@@ -686,3 +698,58 @@ class BCEWithLogitsLoss(Module):
     def forward(self, input: Tensor, target: Any) -> Tensor:
         return F.binary_cross_entropy_with_logits(input, target, self.weight, reduction=self.reduction,
                                                   pos_weight=self.pos_weight)
+
+
+# ---- the layers of a deep-learning course, one file per concept, each built on Module above (so imported last) ----
+from minigrad.nn.activation import (  # noqa: E402, F401  (nn.X names)
+    CELU,
+    ELU,
+    GLU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    Identity,
+    LeakyReLU,
+    LogSigmoid,
+    Mish,
+    PReLU,
+    ReLU6,
+    SiLU,
+    Softmax,
+    Softmin,
+    Softplus,
+    Softsign,
+    Tanhshrink,
+)
+from minigrad.nn.batchnorm import BatchNorm1d, BatchNorm2d  # noqa: E402, F401  (nn.X names)
+from minigrad.nn.conv import (  # noqa: E402, F401  (nn.X names)
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    Conv1d,
+    Conv2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+from minigrad.nn.loss import (  # noqa: E402, F401  (nn.X names)
+    BCELoss,
+    CosineEmbeddingLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MarginRankingLoss,
+    SmoothL1Loss,
+)
+from minigrad.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: E402, F401  (nn.X names)
+from minigrad.nn.transformer import (  # noqa: E402, F401  (nn.X names)
+    MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
