@@ -1,8 +1,8 @@
 """Optimizers (SGD with momentum, Adam, AdamW, RMSprop, Adagrad, LBFGS), gradient clipping, and the warmup + cosine
-learning rate. Each
-optimizer's `update` is its rule as the paper writes it, for one parameter; Adam(W)(fused=True) runs the same rule
-in place, beside it. As in PyTorch, state is per parameter (optimizer.state[p], with its own step), and
-state_dict() / load_state_dict() round-trip it with every param group's settings.
+learning rate. Each optimizer's `update` is its rule as the paper writes it, for one parameter (LBFGS's `step`, over
+all of them at once); Adam(W)(fused=True) runs the same rule in place, beside it. As in PyTorch, state is per
+parameter (optimizer.state[p], with its own step), and state_dict() / load_state_dict() round-trip it with every param
+group's settings.
 """
 
 from __future__ import annotations
