@@ -344,13 +344,13 @@ class ReduceLROnPlateau:
     def get_last_lr(self) -> list[float]:
         return list(self.last_lr)
 
-    KEYS = ("best", "num_bad_epochs", "cooldown_counter", "last_epoch", "last_lr")
+    _SAVED = ("best", "num_bad_epochs", "cooldown_counter", "last_epoch", "last_lr")
 
     def state_dict(self) -> dict[str, Any]:
-        return {key: getattr(self, key) for key in self.KEYS}
+        return {key: getattr(self, key) for key in self._SAVED}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if not isinstance(state, dict) or not set(self.KEYS) <= state.keys():
-            raise ValueError(f"ReduceLROnPlateau.load_state_dict: expected a dict with {', '.join(self.KEYS)}")
-        for key in self.KEYS:
+        if not isinstance(state, dict) or not set(self._SAVED) <= state.keys():
+            raise ValueError(f"ReduceLROnPlateau.load_state_dict: expected a dict with {', '.join(self._SAVED)}")
+        for key in self._SAVED:
             setattr(self, key, list(state[key]) if key == "last_lr" else state[key])

@@ -680,7 +680,7 @@ class LBFGS(Optimizer):
                 break
             if group["line_search_fn"] == "strong_wolfe":
                 x_init = [p.array.copy() for p in self._params()]
-                loss, flat_grad, t, ls_evals = strong_wolfe(lambda x, t_, d_: self._evaluate(closure, x, t_, d_),
+                loss, flat_grad, t, ls_evals = _strong_wolfe(lambda x, t_, d_: self._evaluate(closure, x, t_, d_),
                                                             x_init, t, d, loss, flat_grad, gtd)
                 self._add(t, d)
             else:
@@ -701,7 +701,7 @@ class LBFGS(Optimizer):
         return orig_loss
 
 
-def cubic_interpolate(x1: float, f1: float, g1: float, x2: float, f2: float, g2: float,
+def _cubic_interpolate(x1: float, f1: float, g1: float, x2: float, f2: float, g2: float,
                       bounds: tuple[float, float] | None = None) -> float:
     """The minimiser of the cubic through (x1, f1) and (x2, f2) with slopes g1 and g2, clipped to `bounds` (the
     interval [x1, x2] by default); the bounds' midpoint where the cubic has no minimum."""
@@ -718,7 +718,7 @@ def cubic_interpolate(x1: float, f1: float, g1: float, x2: float, f2: float, g2:
     return min(max(min_pos, low), high)
 
 
-def strong_wolfe(evaluate: Any, x: Any, t: float, d: Any, f: float, g: Any, gtd: float, c1: float = 1e-4,
+def _strong_wolfe(evaluate: Any, x: Any, t: float, d: Any, f: float, g: Any, gtd: float, c1: float = 1e-4,
                  c2: float = 0.9, tolerance_change: float = 1e-9, max_ls: int = 25) -> tuple[float, Any, float, int]:
     """A step t along d meeting the strong Wolfe conditions, f(x + t d) <= f + c1 t gtd (enough decrease) and
     |g(x + t d).d| <= -c2 gtd (enough flattening), as minFunc's and PyTorch's: grow t until a bracket holds a
@@ -739,7 +739,7 @@ def strong_wolfe(evaluate: Any, x: Any, t: float, d: Any, f: float, g: Any, gtd:
             bracket, bracket_f, bracket_g, bracket_gtd = [t_prev, t], [f_prev, f_new], [g_prev, g_new], \
                 [gtd_prev, gtd_new]
             break
-        t_prev, t = t, cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
+        t_prev, t = t, _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
                                          bounds=(t + 0.01 * (t - t_prev), t * 10))
         f_prev, g_prev, gtd_prev = f_new, g_new, gtd_new
         f_new, g_new = evaluate(x, t, d)
@@ -751,7 +751,7 @@ def strong_wolfe(evaluate: Any, x: Any, t: float, d: Any, f: float, g: Any, gtd:
     while not done and ls_iter < max_ls:  # zoom
         if abs(bracket[1] - bracket[0]) * d_norm < tolerance_change:
             break
-        t = cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0], bracket[1], bracket_f[1], bracket_gtd[1])
+        t = _cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0], bracket[1], bracket_f[1], bracket_gtd[1])
         # a point too near an end of the bracket is moved 10% inside it, unless the last one was not
         eps = 0.1 * (max(bracket) - min(bracket))
         if min(max(bracket) - t, t - min(bracket)) < eps:
