@@ -12,8 +12,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from minigrad.creation import full, ones
 from minigrad.shapes import cat, stack
 from minigrad.tensor import Tensor
@@ -80,12 +78,10 @@ def _pad_by_index(x: Tensor, axis: int, before: int, after: int, mode: str) -> T
     if mode == "circular" and (before > n or after > n):
         raise ValueError(f"pad: circular padding of ({before}, {after}) may wrap around once, not more than the "
                          f"padded axis, of size {n}, in an input of shape {x.shape}")
-    i = np.arange(-before, n + after)
     if mode == "reflect":  # ... 2 1 | 0 1 2 ... n-1 | n-2 n-3 ...
-        i = np.abs(i)
-        i = np.where(i > n - 1, 2 * (n - 1) - i, i)
+        i = [abs(j) if abs(j) < n else 2 * (n - 1) - abs(j) for j in range(-before, n + after)]
     else:
-        i = np.clip(i, 0, n - 1) if mode == "replicate" else i % n
+        i = [min(max(j, 0), n - 1) if mode == "replicate" else j % n for j in range(-before, n + after)]
     return x[(slice(None),) * axis + (i,)]
 
 

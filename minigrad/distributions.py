@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from minigrad.activations import log_softmax, softmax
+from minigrad.backend import broadcast_shapes
 from minigrad.creation import rand, randn
 from minigrad.elementwise import clamp, log, sigmoid
 from minigrad.losses import binary_cross_entropy_with_logits
@@ -28,6 +29,12 @@ def _as_tensor(value: Any, like: Tensor | None = None) -> Tensor:
         return value
     return Tensor.leaf(value, dtype=like.dtype if like is not None else np.float32,
                        device=like.device if like is not None else "cpu")
+
+
+def _limits(dtype: Any) -> tuple[float, float]:
+    """The float dtype's machine epsilon and its lowest value, as Python floats."""
+    info = np.finfo(dtype)
+    return float(info.eps), float(info.min)
 
 
 def _one_of(name: str, probs: Any, logits: Any) -> None:
@@ -62,7 +69,7 @@ class Categorical(Distribution):
         if probs is not None:
             probs = _as_tensor(probs)
             self.probs = probs / probs.sum(-1, keepdim=True)
-            eps = float(np.finfo(probs.dtype).eps)
+            eps = _limits(probs.dtype)[0]
             self.logits = log(clamp(self.probs, eps, 1 - eps))  # as PyTorch's probs_to_logits
         else:
             logits = _as_tensor(logits)
@@ -80,14 +87,14 @@ class Categorical(Distribution):
         return draws.t().reshape(*self._extended_shape(sample_shape))
 
     def log_prob(self, value: Any) -> Tensor:
-        value = value if isinstance(value, Tensor) else Tensor.leaf(np.asarray(value, dtype=np.int64))
-        shape = np.broadcast_shapes(value.shape, self.batch_shape)
+        value = value if isinstance(value, Tensor) else Tensor.leaf(value, dtype=np.int64, device=self.logits.device)
+        shape = broadcast_shapes(value.shape, self.batch_shape)
         logits = self.logits.expand(*shape, self.num_events)
         return logits.gather(-1, value.long().expand(*shape).unsqueeze(-1)).squeeze(-1)
 
     def entropy(self) -> Tensor:
         # a probability of 0 has logit -inf: clamped to the dtype's lowest so that 0 * logit is 0, as PyTorch's
-        logits = clamp(self.logits, min=float(np.finfo(self.logits.dtype).min))
+        logits = clamp(self.logits, min=_limits(self.logits.dtype)[1])
         return -(logits * self.probs).sum(-1)
 
 
@@ -98,7 +105,7 @@ class Normal(Distribution):
     def __init__(self, loc: Any, scale: Any) -> None:
         first = loc if isinstance(loc, Tensor) else scale if isinstance(scale, Tensor) else None
         self.loc, self.scale = _as_tensor(loc, first), _as_tensor(scale, first)
-        self.batch_shape = tuple(np.broadcast_shapes(self.loc.shape, self.scale.shape))
+        self.batch_shape = tuple(broadcast_shapes(self.loc.shape, self.scale.shape))
 
     @property
     def mean(self) -> Tensor:
@@ -132,7 +139,7 @@ class Bernoulli(Distribution):
         _one_of("Bernoulli", probs, logits)
         if probs is not None:
             self.probs = _as_tensor(probs)
-            eps = float(np.finfo(self.probs.dtype).eps)
+            eps = _limits(self.probs.dtype)[0]
             p = clamp(self.probs, eps, 1 - eps)
             self.logits = log(p) - log(1 - p)
         else:
@@ -156,7 +163,7 @@ class Bernoulli(Distribution):
 
     def log_prob(self, value: Any) -> Tensor:
         value = _as_tensor(value, self.logits)
-        shape = np.broadcast_shapes(value.shape, self.batch_shape)
+        shape = broadcast_shapes(value.shape, self.batch_shape)
         return -binary_cross_entropy_with_logits(self.logits.expand(*shape), value.expand(*shape), reduction="none")
 
     def entropy(self) -> Tensor:

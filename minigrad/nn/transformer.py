@@ -31,7 +31,7 @@ def _as_scores_mask(op: str, mask: Any, like: Tensor) -> Tensor | None:
     as it is."""
     if mask is None:
         return None
-    mask = mask if isinstance(mask, Tensor) else Tensor.wrap(np.asarray(mask))
+    mask = mask if isinstance(mask, Tensor) else Tensor.leaf(mask, device=like.device)
     if mask.dtype.kind == "b":
         return full(mask.shape, 0.0, dtype=like.dtype, device=like.device).masked_fill(mask.to(like.device), -math.inf)
     if mask.dtype.kind != "f":
