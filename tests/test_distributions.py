@@ -87,3 +87,18 @@ def test_kl_divergence_of_normals_and_categoricals():
           TD.kl_divergence(TD.Categorical(logits=t_a), TD.Categorical(logits=t_b)), [a, b], [t_a, t_b])
     with pytest.raises(ValueError, match="give either probs or logits, not both"):
         D.Categorical(probs=mg.ones(3), logits=mg.ones(3))
+
+
+@pytest.mark.cuda
+def test_distributions_sample_and_score_on_the_gpu_backend():
+    logits = mg.tensor(R.standard_normal((2, 3)), device="cuda", requires_grad=True)
+    d = D.Categorical(logits=logits)
+    actions = d.sample((5,))
+    assert actions.device == "cuda" and actions.shape == (5, 2)
+    (d.log_prob(actions).sum() + d.entropy().sum()).backward()
+    cpu = mg.tensor(logits.detach().cpu().numpy(), requires_grad=True)
+    c = D.Categorical(logits=cpu)
+    (c.log_prob(actions.cpu()).sum() + c.entropy().sum()).backward()
+    np.testing.assert_allclose(logits.grad.cpu().numpy(), cpu.grad.numpy(), rtol=1e-10)
+    z = D.Normal(mg.zeros(3, device="cuda"), 1.0).rsample((2,))
+    assert z.device == "cuda" and D.Bernoulli(logits=mg.zeros(3, device="cuda")).sample().device == "cuda"

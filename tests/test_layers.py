@@ -323,14 +323,16 @@ def test_module_double_float_half_convert_parameters_and_float_buffers_only():
 
 @pytest.mark.cuda
 def test_the_layers_run_on_the_gpu_backend_as_on_the_cpu():
-    """A small CNN with batch norm, an LSTM and an encoder layer, on "cuda" (the CuPy stand-in in CI) and on the CPU
+    """A small CNN with batch norm, an LSTM, an encoder layer and reflect/circular padded convolutions, on "cuda" (the CuPy stand-in in CI) and on the CPU
     from one state: the same outputs and gradients."""
     mg.manual_seed(0)
     models = [nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
                             nn.AvgPool2d(2, padding=1), nn.AdaptiveAvgPool2d(1), nn.Flatten()),
               nn.LSTM(3, 4, batch_first=True, bidirectional=True),
-              nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)]
-    inputs = [randn(2, 2, 6, 6), randn(2, 5, 3), randn(2, 5, 8)]
+              nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True),
+              nn.Sequential(nn.Conv1d(3, 2, 3, padding=1, padding_mode="reflect"), nn.ELU(), nn.MaxPool1d(2),
+                            nn.Conv1d(2, 2, 3, padding=2, padding_mode="circular"))]
+    inputs = [randn(2, 2, 6, 6), randn(2, 5, 3), randn(2, 5, 8), randn(2, 3, 8)]
     for model, x in zip(models, inputs, strict=True):
         gpu = copy.deepcopy(model).to("cuda")
         outs = []
