@@ -700,6 +700,23 @@ class LBFGS(Optimizer):
                      prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)
         return orig_loss
 
+    def load_state_dict(self, saved: dict[str, Any]) -> None:
+        """The settings, as every optimizer's, and the history (kept under the first parameter, as PyTorch's: counts,
+        numbers, flat arrays and lists of them), its arrays copied to the parameters' dtype and device."""
+        entries = list(saved.get("state", {}).values()) if isinstance(saved, dict) else []
+        super().load_state_dict({**saved, "state": {}} if isinstance(saved, dict) else saved)
+        if entries:
+            p = self._params()[0]
+
+            def restored(value: Any) -> Any:
+                if isinstance(value, list):
+                    return [restored(v) for v in value]
+                if backend.is_array(value):
+                    return as_array(value, p.dtype, p.device, "LBFGS.load_state_dict", copy=True)
+                return value
+
+            self.state = {p: {key: restored(value) for key, value in dict(entries[0]).items()}}
+
 
 def _cubic_interpolate(x1: float, f1: float, g1: float, x2: float, f2: float, g2: float,
                       bounds: tuple[float, float] | None = None) -> float:

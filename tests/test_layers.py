@@ -323,8 +323,8 @@ def test_module_double_float_half_convert_parameters_and_float_buffers_only():
 
 @pytest.mark.cuda
 def test_the_layers_run_on_the_gpu_backend_as_on_the_cpu():
-    """A small CNN with batch norm, an LSTM, an encoder layer and reflect/circular padded convolutions, on "cuda" (the CuPy stand-in in CI) and on the CPU
-    from one state: the same outputs and gradients."""
+    """A small CNN with batch norm, an LSTM, an encoder layer and reflect/circular padded convolutions, on "cuda"
+    (the CuPy stand-in in CI) and on the CPU from one state: the same outputs and gradients."""
     mg.manual_seed(0)
     models = [nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
                             nn.AvgPool2d(2, padding=1), nn.AdaptiveAvgPool2d(1), nn.Flatten()),

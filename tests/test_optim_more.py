@@ -91,3 +91,21 @@ def test_lbfgs_needs_a_closure_and_one_group():
         optim.LBFGS([p], line_search_fn="armijo")
     with pytest.raises(ValueError, match="parameter groups"):
         optim.LBFGS([{"params": [p]}, {"params": [mg.zeros(1, requires_grad=True)]}])
+
+
+def test_lbfgs_resumes_from_a_state_dict_as_an_uninterrupted_run():
+    make = lambda o, p: o.LBFGS(p, max_iter=4, history_size=3, line_search_fn="strong_wolfe")  # noqa: E731
+    straight, _ = run(mg, make, 4, closure_style=True)
+    first, opt = run(mg, make, 2, closure_style=True)
+    w, v = mg.tensor(first[:4], requires_grad=True), mg.tensor(first[4:], requires_grad=True)
+    resumed = make(optim, [w, v])
+    resumed.load_state_dict(opt.state_dict())
+
+    def closure():
+        resumed.zero_grad()
+        loss = loss_of(mg, w, v)
+        loss.backward()
+        return loss
+    for _ in range(2):
+        resumed.step(closure)
+    np.testing.assert_allclose(np.concatenate([w.numpy(), v.numpy()]), straight, rtol=1e-12)
