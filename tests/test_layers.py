@@ -15,6 +15,7 @@ import pytest
 import minigrad as mg
 from minigrad import functional as F
 from minigrad import nn
+from minigrad.nn.rnn import gru_cell, lstm_cell
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install 'minigrad[torch]'")
 TF = torch.nn.functional
@@ -87,6 +88,10 @@ def test_function_matches_pytorch_values_and_gradients(name, fn, t_fn, shapes, k
     ("avg_pool1d", lambda x: F.avg_pool1d(x, 3, 2, 1, count_include_pad=False), [(1, 2, 6)]),
     ("batch_norm", lambda x, w: F.batch_norm(x, None, None, w, None, training=True), [(4, 3, 2), (3,)]),
     ("pad reflect", lambda x: F.pad(x, (2, 1), mode="reflect") ** 2, [(2, 4)]),
+    ("lstm_cell", lambda x, h, c, w_ih, w_hh, b: sum(lstm_cell(x, (h, c), w_ih, w_hh, b, None)),
+     [(2, 3), (2, 2), (2, 2), (8, 3), (8, 2), (8,)]),
+    ("gru_cell", lambda x, h, w_ih, w_hh, b: gru_cell(x, h, w_ih, w_hh, None, b), [(2, 3), (2, 2), (6, 3), (6, 2),
+                                                                                  (6,)]),
 ])
 def test_composed_functions_pass_first_and_second_order_gradchecks(name, fn, args):
     inputs = [mg.tensor(randn(*s), dtype=mg.float64, requires_grad=True) for s in args]
@@ -185,6 +190,7 @@ LAYERS = [
     ("PReLU", lambda m: m.PReLU(3), [(2, 3, 4)]),
     ("BatchNorm1d eval", lambda m: m.BatchNorm1d(3).eval(), [(4, 3)]),
     ("BatchNorm2d eval", lambda m: m.BatchNorm2d(3, affine=False).eval(), [(4, 3, 2, 2)]),
+    ("BatchNorm1d eval no bias", lambda m: m.BatchNorm1d(3, bias=False).eval(), [(4, 3, 5)]),
 ]
 
 
@@ -307,6 +313,19 @@ def test_activation_layers_are_the_functions():
         np.testing.assert_allclose(ours(x).detach().numpy(), theirs(t_x).detach().numpy(), atol=1e-6,
                                    err_msg=name)
     assert repr(nn.LeakyReLU(0.2)) == "LeakyReLU(negative_slope=0.2)"
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.Conv2d(1, 4, 3, padding=1), lambda m: m.Conv1d(2, 4, 3, stride=2, bias=False, groups=2,
+                                                               padding_mode="reflect"),
+    lambda m: m.MaxPool2d(2), lambda m: m.AvgPool2d(3, stride=1, padding=1), lambda m: m.AdaptiveAvgPool2d((1, 1)),
+    lambda m: m.BatchNorm1d(4), lambda m: m.BatchNorm2d(4, affine=False), lambda m: m.LSTM(8, 16, 2, batch_first=True),
+    lambda m: m.GRUCell(3, 4), lambda m: m.RNN(3, 4, nonlinearity="relu", bidirectional=True),
+    lambda m: m.LeakyReLU(0.2), lambda m: m.ELU(), lambda m: m.Softmax(dim=1), lambda m: m.Softplus(),
+    lambda m: m.Hardtanh(), lambda m: m.Identity(), lambda m: m.PReLU(), lambda m: m.KLDivLoss(reduction="batchmean"),
+])
+def test_layers_print_as_pytorch_s(make):
+    assert repr(make(nn)) == repr(make(torch.nn))
 
 
 def test_module_double_float_half_convert_parameters_and_float_buffers_only():

@@ -29,6 +29,7 @@ class FunctionLayer(Module):
     """A layer that calls F.<fn>(x, **its settings) and prints them: the base of the activation and pooling layers."""
 
     fn = ""
+    shown: tuple[str, ...] | None = None  # the settings its repr shows, as PyTorch's (None: all)
 
     def __init__(self, **settings: Any) -> None:
         super().__init__()
@@ -40,7 +41,7 @@ class FunctionLayer(Module):
         return getattr(F, self.fn)(x, **self.settings)
 
     def extra_repr(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.settings.items())
+        return ", ".join(f"{k}={v}" for k, v in self.settings.items() if self.shown is None or k in self.shown)
 
 
 class SiLU(FunctionLayer):

@@ -16,17 +16,18 @@ from minigrad.tensor import Tensor
 
 class _BatchNorm(Module):
     """momentum: how far each training batch moves the running statistics (None: their cumulative average, as
-    PyTorch's); track_running_stats=False uses the batch's statistics in evaluation too."""
+    PyTorch's); track_running_stats=False uses the batch's statistics in evaluation too; bias=False: no shift."""
 
     dims = (2,)  # the input's accepted number of axes
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, *, dtype: DType = np.float32, device: str = "cpu") -> None:
+                 track_running_stats: bool = True, *, bias: bool = True, dtype: DType = np.float32,
+                 device: str = "cpu") -> None:
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = constant((num_features,), 1.0, dtype, device) if affine else None
-        self.bias = constant((num_features,), 0.0, dtype, device) if affine else None
+        self.bias = constant((num_features,), 0.0, dtype, device) if affine and bias else None
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, dtype=dtype, device=device))
             self.register_buffer("running_var", ones(num_features, dtype=dtype, device=device))
@@ -55,7 +56,7 @@ class _BatchNorm(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):

@@ -83,6 +83,8 @@ class Conv2d(_ConvNd):
 
 
 class _MaxPoolNd(FunctionLayer):
+    shown = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
+
     def __init__(self, kernel_size: Size, stride: Size | None = None, padding: Size = 0, dilation: Size = 1,
                  return_indices: bool = False, ceil_mode: bool = False) -> None:
         super().__init__(kernel_size=kernel_size, stride=stride or kernel_size, padding=padding, dilation=dilation,
@@ -98,7 +100,7 @@ class MaxPool2d(_MaxPoolNd):
 
 
 class AvgPool1d(FunctionLayer):
-    fn = "avg_pool1d"
+    fn, shown = "avg_pool1d", ("kernel_size", "stride", "padding")
 
     def __init__(self, kernel_size: Size, stride: Size | None = None, padding: Size = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True) -> None:
@@ -107,7 +109,7 @@ class AvgPool1d(FunctionLayer):
 
 
 class AvgPool2d(FunctionLayer):
-    fn = "avg_pool2d"
+    fn, shown = "avg_pool2d", ("kernel_size", "stride", "padding")
 
     def __init__(self, kernel_size: Size, stride: Size | None = None, padding: Size = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None) -> None:
