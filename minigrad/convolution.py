@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from minigrad.creation import full, ones
 from minigrad.shapes import cat, stack
@@ -153,29 +153,46 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Si
 
 # ---- pooling: a max or a mean over each window ----
 
+class Pooling(NamedTuple):
+    """A pooling's windows (B, C, K, *out) and how they were made: padding on both sides, then `extra` fill values
+    after it (ceil_mode's last window), per spatial axis."""
+
+    cols: Tensor
+    unbatched: bool
+    kernel: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    extra: tuple[int, ...]
+
+
 def _pool(op: str, n: int, input: Tensor, kernel_size: Size, stride: Size | None, padding: Size, dilation: Size,
-          ceil_mode: bool, fill: float) -> tuple[Tensor, bool, tuple[int, ...]]:
-    """The windows of the input padded with `fill` (B, C, K, *out), whether it was unbatched, and the padding."""
-    if ceil_mode:
-        raise NotImplementedError(f"{op}: ceil_mode=True is not supported; pad the input (F.pad) so that the last "
-                                  "window fits, or use ceil_mode=False")
+          ceil_mode: bool, fill: float) -> Pooling:
+    """The windows of the input padded with `fill`; with ceil_mode, PyTorch's rule for one more window: it may
+    start in the right padding, never past it."""
     x, unbatched = _batched(op, input, n)
     kernel = _tuple(op, "kernel_size", kernel_size, n)
     stride = kernel if stride is None or stride == [] else _tuple(op, "stride", stride, n)
-    padding = _tuple(op, "padding", padding, n)
+    padding, dilation = _tuple(op, "padding", padding, n), _tuple(op, "dilation", dilation, n)
     if any(2 * p > k for p, k in zip(padding, kernel, strict=True)):
         raise ValueError(f"{op}: padding {padding} must be at most half of kernel_size {kernel}")
-    x = pad(x, [p for p in reversed(padding) for _ in range(2)], value=fill)
-    return windows(x, kernel, stride, _tuple(op, "dilation", dilation, n)), unbatched, padding
+    extra = []
+    for size, k, s, p, d in zip(x.shape[2:], kernel, stride, padding, dilation, strict=True):
+        span = size + 2 * p - d * (k - 1) - 1  # the room the first window leaves
+        out = -(-span // s) + 1 if ceil_mode else span // s + 1
+        if ceil_mode and (out - 1) * s >= size + p:  # the last window must start inside the input or its padding
+            out -= 1
+        extra.append(max((out - 1) * s + d * (k - 1) + 1 - (size + 2 * p), 0))
+    x = pad(x, [w for p, e in reversed(list(zip(padding, extra, strict=True))) for w in (p, p + e)], value=fill)
+    return Pooling(windows(x, kernel, stride, dilation), unbatched, kernel, stride, padding, tuple(extra))
 
 
 def _max_pool(op: str, n: int, input: Tensor, kernel_size: Size, stride: Size | None, padding: Size, dilation: Size,
               ceil_mode: bool, return_indices: bool) -> Tensor:
     if return_indices:
         raise NotImplementedError(f"{op}: return_indices=True is not supported (there is no max_unpool to use them)")
-    cols, unbatched, _ = _pool(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, -math.inf)
-    y = cols.amax(2)  # (B, C, *out); ties share the gradient (PyTorch gives it to the first)
-    return y.squeeze(0) if unbatched else y
+    pooled = _pool(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, -math.inf)
+    y = pooled.cols.amax(2)  # (B, C, *out); ties share the gradient (PyTorch gives it to the first)
+    return y.squeeze(0) if pooled.unbatched else y
 
 
 def max_pool1d(input: Tensor, kernel_size: Size, stride: Size | None = None, padding: Size = 0, dilation: Size = 1,
@@ -192,16 +209,19 @@ def max_pool2d(input: Tensor, kernel_size: Size, stride: Size | None = None, pad
 
 def _avg_pool(op: str, n: int, input: Tensor, kernel_size: Size, stride: Size | None, padding: Size,
               ceil_mode: bool, count_include_pad: bool, divisor_override: int | None) -> Tensor:
-    cols, unbatched, padding = _pool(op, n, input, kernel_size, stride, padding, 1, ceil_mode, 0.0)
+    pooled = _pool(op, n, input, kernel_size, stride, padding, 1, ceil_mode, 0.0)
+    cols = pooled.cols  # (B, C, K, *out)
     if divisor_override:
         y = cols.sum(2) / divisor_override
-    elif count_include_pad or not any(padding):
-        y = cols.mean(2)  # (B, C, *out)
-    else:  # divide by the count of real elements in each window: the windows of a padded tensor of ones
-        real = _pool(op, n, ones(*cols.shape[:2], *input.shape[-n:], dtype=cols.dtype, device=cols.device),
-                     kernel_size, stride, padding, 1, False, 0.0)[0]
-        y = cols.sum(2) / real.sum(2)
-    return y.squeeze(0) if unbatched else y
+    elif not any(pooled.extra) and (count_include_pad or not any(pooled.padding)):
+        y = cols.mean(2)
+    else:  # divide by the count of the elements counted (the padding's too, if count_include_pad; never ceil_mode's
+        # extra): the windows of a tensor of ones over what counts, zeros elsewhere
+        counted = ones(1, 1, *input.shape[-n:], dtype=cols.dtype, device=cols.device)
+        counted = pad(counted, [w for p in reversed(pooled.padding) for w in (p, p)], value=float(count_include_pad))
+        counted = pad(counted, [w for e in reversed(pooled.extra) for w in (0, e)])
+        y = cols.sum(2) / windows(counted, pooled.kernel, pooled.stride, (1,) * n).sum(2)
+    return y.squeeze(0) if pooled.unbatched else y
 
 
 def avg_pool1d(input: Tensor, kernel_size: Size, stride: Size | None = None, padding: Size = 0,
