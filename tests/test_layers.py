@@ -194,6 +194,10 @@ LAYERS = [
         8, 2, 16, dropout=0.0, norm_first=True, batch_first=True), [(2, 4, 8), (2, 5, 8)]),
     ("Transformer", lambda m: m.Transformer(8, 2, 2, 1, 16, dropout=0.0), [(5, 2, 8), (4, 2, 8)]),
     ("PReLU", lambda m: m.PReLU(3), [(2, 3, 4)]),
+    ("LSTM dropout, evaluated", lambda m: m.LSTM(3, 4, num_layers=3, dropout=0.5).eval(), [(5, 2, 3)]),
+    ("TransformerEncoderLayer dropout, evaluated", lambda m: m.TransformerEncoderLayer(8, 2, 16).eval(), [(5, 2, 8)]),
+    ("MultiheadAttention dropout, evaluated", lambda m: m.MultiheadAttention(8, 2, dropout=0.5).eval(),
+     [(5, 2, 8), (4, 2, 8), (4, 2, 8)]),
     ("BatchNorm1d eval", lambda m: m.BatchNorm1d(3).eval(), [(4, 3)]),
     ("BatchNorm2d eval", lambda m: m.BatchNorm2d(3, affine=False).eval(), [(4, 3, 2, 2)]),
     ("BatchNorm1d eval no bias", lambda m: m.BatchNorm1d(3, bias=False).eval(), [(4, 3, 5)]),
@@ -209,6 +213,21 @@ def test_layer_loads_a_pytorch_state_dict_and_matches_its_outputs_and_gradients(
         t_layer.running_var.uniform_(0.5, 2)
     arrays = [randn(*s) for s in shapes]
     compare_layers(make(nn), t_layer, arrays, flat)
+
+
+def test_dropout_between_recurrent_layers_and_on_attention_weights_acts_in_training_only():
+    mg.manual_seed(0)
+    x = mg.tensor(randn(5, 2, 3), dtype=mg.float32)
+    lstm = nn.LSTM(3, 4, num_layers=2, dropout=0.5)
+    evaluated = lstm.eval()(x)[0].numpy()
+    assert not np.allclose(lstm.train()(x)[0].numpy(), evaluated)
+    with pytest.warns(UserWarning, match="with num_layers=1 it does nothing"):
+        one_layer = nn.LSTM(3, 4, dropout=0.5)  # no layer after the last: nothing to drop
+    assert np.allclose(one_layer.train()(x)[0].numpy(), one_layer.eval()(x)[0].numpy())
+    mha = nn.MultiheadAttention(6, 2, dropout=0.5)
+    q = mg.tensor(randn(4, 2, 6), dtype=mg.float32)
+    weights = mha.train()(q, q, q)[1].numpy()
+    assert not np.allclose(weights, mha.eval()(q, q, q)[1].numpy())
 
 
 def test_rnn_initial_states_and_lstm_cell_state_pairs_match_pytorch():

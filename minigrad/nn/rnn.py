@@ -8,6 +8,7 @@ Shapes: T time, B batch, C input features, H hidden size, D directions (1 or 2).
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -89,6 +90,9 @@ class RNNBase(Module):
                              f"{num_layers!r}")
         if not 0 <= dropout <= 1:
             raise ValueError(f"{name}: dropout must be a probability in [0, 1], got {dropout}")
+        if dropout and num_layers == 1:
+            warnings.warn(f"{name}: dropout={dropout} acts between layers, after all but the last, so with "
+                          "num_layers=1 it does nothing (as PyTorch's, which warns too)", stacklevel=3)
         if proj_size:
             raise NotImplementedError(f"{name}: proj_size is not supported")
         self.mode, self.input_size, self.hidden_size, self.num_layers = mode, input_size, hidden_size, num_layers
