@@ -111,7 +111,8 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
     if weight.ndim != n + 2 or C % groups or O % groups or weight.shape[1] != C // groups:
         raise ValueError(f"{op}: a weight of shape {weight.shape} (out_channels, in_channels / groups, *kernel) does "
                          f"not fit an input of shape {input.shape} with groups={groups}")
-    x = pad(x, [p for before_after in reversed(_padding(op, padding, kernel, stride, dilation)) for p in before_after])
+    pairs = padding_pairs(op, padding, kernel, stride, dilation)  # (before, after) per spatial axis
+    x = pad(x, [p for before_after in reversed(pairs) for p in before_after])
     cols = windows(x, kernel, stride, dilation)  # (B, C, K, *out)
     out = cols.shape[3:]
     cols = cols.reshape(B, groups, weight[0].numel(), math.prod(out))  # (B, G, C/G * K, L)
@@ -122,7 +123,7 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
     return y.squeeze(0) if unbatched else y
 
 
-def _padding(op: str, padding: Size | str, kernel: tuple[int, ...], stride: tuple[int, ...],
+def padding_pairs(op: str, padding: Size | str, kernel: tuple[int, ...], stride: tuple[int, ...],
              dilation: tuple[int, ...]) -> list[tuple[int, int]]:
     """(before, after) per spatial axis: "valid" is none, "same" keeps the size (stride 1; an odd total puts the
     extra one after, as PyTorch), an int or ints the same on both sides."""

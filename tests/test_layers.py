@@ -166,6 +166,8 @@ LAYERS = [
     ("Conv2d reflect", lambda m: m.Conv2d(3, 2, 3, padding=1, padding_mode="reflect", bias=False), [(2, 3, 5, 5)]),
     ("Conv2d circular", lambda m: m.Conv2d(3, 2, 3, padding=(1, 2), padding_mode="circular"), [(1, 3, 5, 5)]),
     ("Conv1d", lambda m: m.Conv1d(3, 4, 3, dilation=2, padding="same"), [(2, 3, 8)]),
+    ("Conv2d same replicate", lambda m: m.Conv2d(2, 3, (2, 3), padding="same", padding_mode="replicate"),
+     [(2, 2, 5, 5)]),
     ("MaxPool2d", lambda m: m.MaxPool2d(2), [(2, 3, 4, 6)]),
     ("AvgPool2d", lambda m: m.AvgPool2d(3, stride=1, padding=1), [(2, 3, 4, 6)]),
     ("AdaptiveAvgPool2d", lambda m: m.AdaptiveAvgPool2d((2, 3)), [(2, 3, 5, 7)]),

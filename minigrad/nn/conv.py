@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from minigrad import functional as F
-from minigrad.convolution import Size
+from minigrad.convolution import Size, padding_pairs
 from minigrad.dtypes import DType
 from minigrad.init import kaiming_uniform_, uniform_
 from minigrad.nn import Module, empty
@@ -55,10 +55,8 @@ class _ConvNd(Module):
         conv = F.conv1d if self.n == 1 else F.conv2d
         if self.padding_mode == "zeros" or self.padding == "valid":
             return conv(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
-        if self.padding == "same":
-            raise NotImplementedError(f"{type(self).__name__}: padding='same' with padding_mode={self.padding_mode!r} "
-                                      "is not supported; give the padding as ints")
-        x = F.pad(x, [p for p in reversed(self.padding) for _ in range(2)], mode=self.padding_mode)
+        pairs = padding_pairs(type(self).__name__, self.padding, self.kernel_size, self.stride, self.dilation)
+        x = F.pad(x, [p for before_after in reversed(pairs) for p in before_after], mode=self.padding_mode)
         return conv(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
