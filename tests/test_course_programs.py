@@ -1,9 +1,10 @@
-"""Seven programs of the kinds a deep-learning course has people write (examples/course_programs/: an LSTM language
-model, a small CNN, a BatchNorm MLP, a transformer-encoder classifier, an L-BFGS curve fit, a policy gradient with
-Categorical, a VAE), each written once for PyTorch and run as it is under torch, then with only its import lines
-changed to minigrad. At the line "# ---- training ----" the test copies PyTorch's initial weights into minigrad's
-modules (the two libraries draw different random numbers), so that the programs that draw no random numbers while
-training give PyTorch's losses step by step; the two that sample (actions, the VAE's noise) reach PyTorch's result.
+"""Nine programs of the kinds a deep-learning course has people write (examples/course_programs/: an LSTM language
+model, a small CNN, a BatchNorm MLP, a transformer-encoder classifier, an encoder-decoder transformer, an L-BFGS curve
+fit, a sine-wave predictor of LSTMCells and L-BFGS, a policy gradient with Categorical, a VAE), each written once for
+PyTorch and run as it is under torch, then with only its import lines changed to minigrad. At the line
+"# ---- training ----" the test copies PyTorch's initial weights into minigrad's modules (the two libraries draw
+different random numbers), so that the programs that draw no random numbers while training give PyTorch's losses
+step by step; the two that sample (actions, the VAE's noise) reach PyTorch's result.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import minigrad
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: the programs' reference runs need it")
 
 PROGRAMS_DIR = Path(__file__).resolve().parents[1] / "examples" / "course_programs"
-DETERMINISTIC = ["lstm_language_model", "small_cnn", "batchnorm_mlp", "transformer_encoder", "lbfgs_fit"]
+DETERMINISTIC = ["lstm_language_model", "small_cnn", "batchnorm_mlp", "transformer_encoder", "lbfgs_fit",
+                 "sequence_prediction", "seq2seq_transformer"]
 MARKER = "# ---- training ----\n"
 
 
@@ -66,6 +68,8 @@ def test_program_gives_pytorch_losses_step_by_step(name):
                                    atol=1e-6)
     if name == "small_cnn":
         assert ours["correct"] == theirs["correct"]
+    if name == "sequence_prediction":  # its prediction of the future, from its own outputs
+        np.testing.assert_allclose(ours["prediction"], theirs["prediction"], rtol=1e-6, atol=1e-8)
 
 
 def test_policy_gradient_learns_the_best_arms_as_under_pytorch():
