@@ -87,12 +87,13 @@ def _pad_by_index(x: Tensor, axis: int, before: int, after: int, mode: str) -> T
 
 # ---- windows (im2col) and convolution ----
 
-def windows(x: Tensor, kernel: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...]) -> Tensor:
+def windows(x: Tensor, kernel: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...],
+            op: str = "windows") -> Tensor:
     """Every window of x (B, C, *spatial, already padded) as (B, C, K, *out): K = prod(kernel) elements per window,
     one strided slice of x per kernel offset, so element k of every window comes from one view of x."""
     out = [(n - d * (k - 1) - 1) // s + 1 for n, k, s, d in zip(x.shape[2:], kernel, stride, dilation, strict=True)]
     if min(out) <= 0:
-        raise ValueError(f"a kernel of {kernel} (dilation {dilation}) is larger than the padded input's "
+        raise ValueError(f"{op}: a kernel of {kernel} (dilation {dilation}) is larger than the padded input's "
                          f"{tuple(x.shape[2:])}")
     offsets = itertools.product(*(range(k) for k in kernel))
     return stack([x[(slice(None), slice(None), *(slice(o * d, o * d + s * (m - 1) + 1, s)
@@ -113,7 +114,7 @@ def _conv(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, s
                          f"not fit an input of shape {input.shape} with groups={groups}")
     pairs = padding_pairs(op, padding, kernel, stride, dilation)  # (before, after) per spatial axis
     x = pad(x, [p for before_after in reversed(pairs) for p in before_after])
-    cols = windows(x, kernel, stride, dilation)  # (B, C, K, *out)
+    cols = windows(x, kernel, stride, dilation, op)  # (B, C, K, *out)
     out = cols.shape[3:]
     cols = cols.reshape(B, groups, weight[0].numel(), math.prod(out))  # (B, G, C/G * K, L)
     w = weight.reshape(groups, O // groups, weight[0].numel())  # (G, O/G, C/G * K)
@@ -184,7 +185,7 @@ def _pool(op: str, n: int, input: Tensor, kernel_size: Size, stride: Size | None
             out -= 1
         extra.append(max((out - 1) * s + d * (k - 1) + 1 - (size + 2 * p), 0))
     x = pad(x, [w for p, e in reversed(list(zip(padding, extra, strict=True))) for w in (p, p + e)], value=fill)
-    return Pooling(windows(x, kernel, stride, dilation), unbatched, kernel, stride, padding, tuple(extra))
+    return Pooling(windows(x, kernel, stride, dilation, op), unbatched, kernel, stride, padding, tuple(extra))
 
 
 def _max_pool(op: str, n: int, input: Tensor, kernel_size: Size, stride: Size | None, padding: Size, dilation: Size,

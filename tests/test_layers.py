@@ -109,7 +109,8 @@ def test_composed_functions_pass_first_and_second_order_gradchecks(name, fn, arg
 @pytest.mark.parametrize("call, message", [
     (lambda: F.conv2d(mg.zeros(1, 3, 4, 4), mg.zeros(2, 2, 3, 3)), "does not fit an input of shape (1, 3, 4, 4)"),
     (lambda: F.conv2d(mg.zeros(3, 4), mg.zeros(2, 3, 3, 3)), "expected a 3-d (unbatched) or 4-d (batched) input"),
-    (lambda: F.conv1d(mg.zeros(1, 3, 2), mg.zeros(2, 3, 3)), "larger than the padded input's (2,)"),
+    (lambda: F.conv1d(mg.zeros(1, 3, 2), mg.zeros(2, 3, 3)),
+     "conv1d: a kernel of (3,) (dilation (1,)) is larger than the padded input's (2,)"),
     (lambda: F.max_pool2d(mg.zeros(1, 1, 4, 4), 2, return_indices=True), "return_indices=True is not supported"),
     (lambda: F.pad(mg.zeros(2, 3), (3, 0), mode="reflect"), "must be smaller than the padded axis, of size 3"),
     (lambda: F.pad(mg.zeros(2, 3), (1,)), "two per padded axis"),
