@@ -1,7 +1,8 @@
-"""Convolution, pooling and padding (F.conv1d/conv2d, F.max_pool*, F.avg_pool*, F.adaptive_*_pool*, F.pad), written
-as compositions of the primitives, so each has first and higher-order gradients and runs on CuPy with no backward of
-its own. One idea serves them all: `windows` gathers every window of the input by one strided slice per kernel offset
-(im2col); a convolution is then one matmul, a pooling a max or a mean over the window axis. docs/layers.md derives it.
+"""Convolution, pooling and padding (F.conv1d/conv2d, F.conv_transpose1d/2d, F.max_pool*, F.avg_pool*,
+F.adaptive_*_pool*, F.pad), written as compositions of the primitives, so each has first and higher-order gradients
+and runs on CuPy with no backward of its own. One idea serves them all: `windows` gathers every window of the input
+by one strided slice per kernel offset (im2col); a convolution is then one matmul, a pooling a max or a mean over the
+window axis, a transposed convolution a convolution of the input spread out by the stride. docs/layers.md derives it.
 Shapes: B batch, C channels, O output channels, G groups, K elements of a window, L window positions.
 """
 
@@ -151,6 +152,53 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Si
            dilation: Size = 1, groups: int = 1) -> Tensor:
     """(B, C, H, W) -> (B, O, H_out, W_out) with weight (O, C / groups, kh, kw), as torch.nn.functional.conv2d."""
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+# ---- transposed convolution: a convolution of the input spread out by the stride ----
+
+def _conv_transpose(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Size,
+                    padding: Size, output_padding: Size, groups: int, dilation: Size) -> Tensor:
+    """The gradient of a convolution with respect to its input, as a layer: x spread out by the stride (s - 1 zeros
+    between neighbours), padded by d (k - 1) - p on each side (and output_padding more after), then convolved with
+    stride 1 by the weight flipped in space, its in and out channels exchanged within each group."""
+    x, unbatched = _batched(op, input, n)
+    stride, padding = _tuple(op, "stride", stride, n), _tuple(op, "padding", padding, n)
+    output_padding, dilation = _tuple(op, "output_padding", output_padding, n), _tuple(op, "dilation", dilation, n)
+    C, kernel = x.shape[1], tuple(weight.shape[2:])
+    if weight.ndim != n + 2 or weight.shape[0] != C or C % groups:
+        raise ValueError(f"{op}: a weight of shape {weight.shape} (in_channels, out_channels / groups, *kernel) does "
+                         f"not fit an input of shape {input.shape} with groups={groups}")
+    if any(o >= max(s, d) for o, s, d in zip(output_padding, stride, dilation, strict=True)):
+        raise ValueError(f"{op}: output_padding {output_padding} must be smaller than the stride {stride} or the "
+                         f"dilation {dilation}")
+    for axis, s in zip(range(2, 2 + n), stride, strict=True):  # spread out: (.., L, ..) -> (.., (L - 1) s + 1, ..)
+        if s > 1:
+            zeros = full(x.shape, 0.0, dtype=x.dtype, device=x.device)
+            x = stack([x] + [zeros] * (s - 1), dim=axis + 1).flatten(axis, axis + 1)  # (.., L s, ..)
+            x = x[(slice(None),) * axis + (slice(0, x.shape[axis] - s + 1),)]
+    widths = [(d * (k - 1) - p, d * (k - 1) - p + o)
+              for k, p, o, d in zip(kernel, padding, output_padding, dilation, strict=True)]
+    x = pad(x, [w for pair in reversed(widths) for w in pair])
+    G, O = groups, weight.shape[1] * groups  # noqa: E741  (O: output channels)
+    w = weight.reshape(G, C // G, O // G, *kernel).transpose(1, 2).reshape(O, C // G, *kernel)
+    y = _conv(op, n, x, w.flip(list(range(2, 2 + n))), bias, 1, 0, dilation, groups)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Size = 1, padding: Size = 0,
+                     output_padding: Size = 0, groups: int = 1, dilation: Size = 1) -> Tensor:
+    """(B, C, L) -> (B, O, (L - 1) s - 2 p + d (k - 1) + output_padding + 1) with weight (C, O / groups, k), as
+    torch.nn.functional.conv_transpose1d: an upsampling layer (a decoder's, a GAN generator's)."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Size = 1, padding: Size = 0,
+                     output_padding: Size = 0, groups: int = 1, dilation: Size = 1) -> Tensor:
+    """(B, C, H, W) -> (B, O, H_out, W_out) with weight (C, O / groups, kh, kw), as
+    torch.nn.functional.conv_transpose2d."""
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
 
 
 # ---- pooling: a max or a mean over each window ----

@@ -40,6 +40,8 @@ from minigrad.convolution import (
     avg_pool2d,
     conv1d,
     conv2d,
+    conv_transpose1d,
+    conv_transpose2d,
     max_pool1d,
     max_pool2d,
     pad,
@@ -56,7 +58,8 @@ __all__ = ["binary_cross_entropy_with_logits", "causal_mask", "cross_entropy", "
            "relu", "rms_norm", "scaled_dot_product_attention", "sigmoid", "silu", "softmax", "tanh",
            # convolution.py
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "avg_pool1d",
-           "avg_pool2d", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "pad",
+           "avg_pool2d", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
+           "pad",
            # composed.py
            "batch_norm", "celu", "elu", "glu", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish",
            "normalize", "prelu", "relu6", "selu", "softmin", "softplus", "softsign", "tanhshrink",

@@ -50,6 +50,12 @@ FUNCTIONS = [
     ("conv2d unbatched", F.conv2d, TF.conv2d, [(3, 5, 6), (4, 3, 2, 2)], {}),
     ("conv1d", F.conv1d, TF.conv1d, [(2, 3, 9), (4, 3, 3), (4,)], {"stride": 2, "padding": 2}),
     ("conv1d depthwise", F.conv1d, TF.conv1d, [(2, 4, 9), (4, 1, 3)], {"groups": 4, "padding": "valid"}),
+    ("conv_transpose2d", F.conv_transpose2d, TF.conv_transpose2d, [(2, 4, 5, 4), (4, 3, 3, 2), (3,)],
+     {"stride": 2, "padding": 1, "output_padding": 1}),
+    ("conv_transpose2d groups dilation", F.conv_transpose2d, TF.conv_transpose2d, [(2, 4, 3, 3), (4, 1, 3, 3)],
+     {"stride": (1, 3), "padding": (0, 2), "groups": 2, "dilation": (2, 1)}),
+    ("conv_transpose1d", F.conv_transpose1d, TF.conv_transpose1d, [(2, 3, 6), (3, 2, 4), (2,)],
+     {"stride": 3, "padding": 2, "output_padding": 2}),
     ("max_pool2d", F.max_pool2d, TF.max_pool2d, [(2, 3, 7, 6)], {"kernel_size": 3, "stride": 2, "padding": 1}),
     ("max_pool1d", F.max_pool1d, TF.max_pool1d, [(2, 3, 7)], {"kernel_size": 2, "dilation": 2}),
     ("avg_pool2d", F.avg_pool2d, TF.avg_pool2d, [(2, 3, 7, 6)], {"kernel_size": 3, "stride": 2, "padding": 1}),
@@ -90,6 +96,7 @@ def test_function_matches_pytorch_values_and_gradients(name, fn, t_fn, shapes, k
 
 @pytest.mark.parametrize("name, fn, args", [
     ("conv2d", lambda x, w: F.conv2d(x, w, stride=2, padding=1), [(1, 2, 4, 4), (2, 2, 3, 3)]),
+    ("conv_transpose1d", lambda x, w: F.conv_transpose1d(x, w, stride=2, padding=1), [(1, 2, 3), (2, 2, 3)]),
     ("max_pool2d", lambda x: F.max_pool2d(x, 2), [(1, 2, 4, 4)]),
     ("avg_pool1d", lambda x: F.avg_pool1d(x, 3, 2, 1, count_include_pad=False), [(1, 2, 6)]),
     ("batch_norm", lambda x, w: F.batch_norm(x, None, None, w, None, training=True), [(4, 3, 2), (3,)]),
@@ -169,6 +176,8 @@ LAYERS = [
     ("Conv1d", lambda m: m.Conv1d(3, 4, 3, dilation=2, padding="same"), [(2, 3, 8)]),
     ("Conv2d same replicate", lambda m: m.Conv2d(2, 3, (2, 3), padding="same", padding_mode="replicate"),
      [(2, 2, 5, 5)]),
+    ("ConvTranspose2d", lambda m: m.ConvTranspose2d(4, 6, 4, stride=2, padding=1, groups=2), [(2, 4, 3, 3)]),
+    ("ConvTranspose1d", lambda m: m.ConvTranspose1d(3, 2, 3, stride=2, output_padding=1, bias=False), [(2, 3, 5)]),
     ("MaxPool2d", lambda m: m.MaxPool2d(2), [(2, 3, 4, 6)]),
     ("AvgPool2d", lambda m: m.AvgPool2d(3, stride=1, padding=1), [(2, 3, 4, 6)]),
     ("AdaptiveAvgPool2d", lambda m: m.AdaptiveAvgPool2d((2, 3)), [(2, 3, 5, 7)]),
@@ -346,6 +355,7 @@ def test_activation_layers_are_the_functions():
 @pytest.mark.parametrize("make", [
     lambda m: m.Conv2d(1, 4, 3, padding=1), lambda m: m.Conv1d(2, 4, 3, stride=2, bias=False, groups=2,
                                                                padding_mode="reflect"),
+    lambda m: m.ConvTranspose2d(4, 2, 3, stride=2, output_padding=1),
     lambda m: m.MaxPool2d(2), lambda m: m.AvgPool2d(3, stride=1, padding=1), lambda m: m.AdaptiveAvgPool2d((1, 1)),
     lambda m: m.BatchNorm1d(4), lambda m: m.BatchNorm2d(4, affine=False), lambda m: m.LSTM(8, 16, 2, batch_first=True),
     lambda m: m.GRUCell(3, 4), lambda m: m.RNN(3, 4, nonlinearity="relu", bidirectional=True),
@@ -370,7 +380,7 @@ def test_module_double_float_half_convert_parameters_and_float_buffers_only():
 
 @pytest.mark.cuda
 def test_the_layers_run_on_the_gpu_backend_as_on_the_cpu():
-    """A small CNN with batch norm, an LSTM, an encoder layer and reflect/circular padded convolutions, on "cuda"
+    """A small CNN with batch norm, an LSTM, an encoder layer, padded and transposed convolutions, on "cuda"
     (the CuPy stand-in in CI) and on the CPU from one state: the same outputs and gradients."""
     mg.manual_seed(0)
     models = [nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
@@ -378,8 +388,9 @@ def test_the_layers_run_on_the_gpu_backend_as_on_the_cpu():
               nn.LSTM(3, 4, batch_first=True, bidirectional=True),
               nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True),
               nn.Sequential(nn.Conv1d(3, 2, 3, padding=1, padding_mode="reflect"), nn.ELU(), nn.MaxPool1d(2),
-                            nn.Conv1d(2, 2, 3, padding=2, padding_mode="circular"))]
-    inputs = [randn(2, 2, 6, 6), randn(2, 5, 3), randn(2, 5, 8), randn(2, 3, 8)]
+                            nn.Conv1d(2, 2, 3, padding=2, padding_mode="circular")),
+              nn.Sequential(nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1, output_padding=1), nn.Sigmoid())]
+    inputs = [randn(2, 2, 6, 6), randn(2, 5, 3), randn(2, 5, 8), randn(2, 3, 8), randn(2, 2, 3, 3)]
     for model, x in zip(models, inputs, strict=True):
         gpu = copy.deepcopy(model).to("cuda")
         outs = []

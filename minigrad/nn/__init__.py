@@ -732,6 +732,8 @@ from minigrad.nn.conv import (  # noqa: E402, F401  (nn.X names)
     AvgPool2d,
     Conv1d,
     Conv2d,
+    ConvTranspose1d,
+    ConvTranspose2d,
     MaxPool1d,
     MaxPool2d,
 )

@@ -1,6 +1,7 @@
-"""Convolution and pooling layers (nn.Conv1d, nn.Conv2d, nn.MaxPool*, nn.AvgPool*, nn.AdaptiveAvgPool*,
-nn.AdaptiveMaxPool*), as torch.nn's: the same arguments, initialisation and state_dict keys, so that a PyTorch
-state_dict loads. Each calls its F function (minigrad/convolution.py: the windows, then a matmul, a max or a mean).
+"""Convolution and pooling layers (nn.Conv1d, nn.Conv2d, nn.ConvTranspose1d/2d, nn.MaxPool*, nn.AvgPool*,
+nn.AdaptiveAvgPool*, nn.AdaptiveMaxPool*), as torch.nn's: the same arguments, initialisation and state_dict keys, so
+that a PyTorch state_dict loads. Each calls its F function (minigrad/convolution.py: the windows, then a matmul, a
+max or a mean).
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from minigrad.tensor import Tensor
 
 
 class _ConvNd(Module):
-    """weight (out_channels, in_channels / groups, *kernel_size), bias (out_channels,), both from PyTorch's init:
-    U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in_channels / groups * prod(kernel_size)."""
+    """weight (out_channels, in_channels / groups, *kernel_size) ((in_channels, out_channels / groups, *kernel_size)
+    if transposed), bias (out_channels,), both from PyTorch's init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in =
+    weight.shape[1] * prod(kernel_size)."""
 
-    n = 0
+    n, transposed = 0, False
+    output_padding: tuple[int, ...] = ()
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Size, stride: Size = 1,
                  padding: Size | str = 0, dilation: Size = 1, groups: int = 1, bias: bool = True,
@@ -43,11 +46,12 @@ class _ConvNd(Module):
         self.kernel_size, self.stride, self.dilation = as_n(kernel_size), as_n(stride), as_n(dilation)
         self.padding = padding if isinstance(padding, str) else as_n(padding)
         self.padding_mode = padding_mode
-        self.weight = empty((out_channels, in_channels // groups, *self.kernel_size), dtype, device)
+        channels = (in_channels, out_channels // groups) if self.transposed else (out_channels, in_channels // groups)
+        self.weight = empty((*channels, *self.kernel_size), dtype, device)
         self.bias = empty((out_channels,), dtype, device) if bias else None
         kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
-            fan_in = in_channels // groups * math.prod(self.kernel_size)
+            fan_in = channels[1] * math.prod(self.kernel_size)
             bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
             uniform_(self.bias, -bound, bound)
 
@@ -62,6 +66,7 @@ class _ConvNd(Module):
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
         s += "" if self.padding in ("valid", (0,) * self.n) else f", padding={self.padding}"
+        s += "" if not any(self.output_padding) else f", output_padding={self.output_padding}"
         s += "" if self.dilation == (1,) * self.n else f", dilation={self.dilation}"
         s += "" if self.groups == 1 else f", groups={self.groups}"
         s += "" if self.bias is not None else ", bias=False"
@@ -76,6 +81,40 @@ class Conv1d(_ConvNd):
 
 class Conv2d(_ConvNd):
     """(B, C_in, H, W) -> (B, C_out, H_out, W_out), as torch.nn.Conv2d."""
+
+    n = 2
+
+
+class _ConvTransposeNd(_ConvNd):
+    """The gradient of a convolution with respect to its input, as a layer: (.., L) -> (.., (L - 1) stride -
+    2 padding + dilation (kernel_size - 1) + output_padding + 1), an upsampling (F.conv_transpose1d/2d)."""
+
+    transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Size, stride: Size = 1, padding: Size = 0,
+                 output_padding: Size = 0, groups: int = 1, bias: bool = True, dilation: Size = 1,
+                 padding_mode: str = "zeros", *, dtype: DType = np.float32, device: str = "cpu") -> None:
+        if padding_mode != "zeros":
+            raise ValueError(f'{type(self).__name__}: only "zeros" padding mode is supported, got {padding_mode!r}')
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         dtype=dtype, device=device)
+        self.output_padding = (output_padding,) * self.n if hasattr(output_padding, "__index__") else \
+            tuple(output_padding)
+
+    def forward(self, x: Tensor) -> Tensor:
+        conv_transpose = F.conv_transpose1d if self.n == 1 else F.conv_transpose2d
+        return conv_transpose(x, self.weight, self.bias, self.stride, self.padding, self.output_padding, self.groups,
+                              self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """(B, C_in, L) -> (B, C_out, L_out), as torch.nn.ConvTranspose1d."""
+
+    n = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """(B, C_in, H, W) -> (B, C_out, H_out, W_out), as torch.nn.ConvTranspose2d (a DCGAN generator's layer)."""
 
     n = 2
 
