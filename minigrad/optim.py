@@ -397,105 +397,6 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, fused=fused)
 
 
-def _pieces(p: Any, g: Any, buffers: dict[str, Any], size: int) -> Iterator[tuple[Any, Any, dict[str, Any]]]:
-    """Views of at most `size` elements of a parameter array, its gradient and its state buffers. An array that
-    is not C-contiguous (nn.Parameter(W.T)) would be copied by reshape(-1), and the update lost: one piece."""
-    if not all(a.flags.c_contiguous for a in (p, *buffers.values())):
-        yield p, g, buffers
-        return
-    flat_p, flat_g = p.reshape(-1), g.reshape(-1)
-    flat_buffers = {k: v.reshape(-1) for k, v in buffers.items()}
-    for start in range(0, p.size, size):
-        chunk = slice(start, start + size)
-        yield flat_p[chunk], flat_g[chunk], {k: v[chunk] for k, v in flat_buffers.items()}
-
-
-def _scratch_for(scratch: threading.local, piece: Any) -> Any:
-    """A scratch array shaped like `piece`, one buffer per thread, reused from piece to piece."""
-    key = (backend.device_of(piece), piece.dtype)
-    buffers = scratch.__dict__
-    if key not in buffers or buffers[key].size < piece.size:
-        buffers[key] = backend.get_array_module(piece).empty(piece.size, dtype=piece.dtype)
-    return buffers[key][: piece.size].reshape(piece.shape)
-
-
-def decay_groups(named_params: Iterable[tuple[str, Tensor]], weight_decay: float) -> list[dict[str, Any]]:
-    """Two groups, as GPT-2 training does: matrices (ndim >= 2) decay; biases and LayerNorm's weight vectors do not."""
-    params = list(named_params)
-    return [{"params": [p for _, p in params if p.ndim >= 2], "weight_decay": weight_decay},
-            {"params": [p for _, p in params if p.ndim < 2], "weight_decay": 0.0}]
-
-
-def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float | str = 2.0,
-                    error_if_nonfinite: bool = False) -> float:
-    """Scale all gradients in place so their joint norm (L2, or norm_type: any p > 0, or inf, also as 'inf') is at
-    most max_norm; return the norm before. As torch.nn.utils.clip_grad_norm_: one tensor or an iterable of them; a
-    non-finite norm leaves the gradients as they are, or with error_if_nonfinite=True is a RuntimeError. Where the
-    sum of powers overflows the gradients' dtype (float32 squares beyond 3.4e38) though every gradient is finite, the
-    norm is computed again over the gradients divided by their largest magnitude, and comes out true and finite.
-
-    The norm is summed where the gradients live and read back once: on a GPU, one wait per call.
-    """
-    params = [parameters] if isinstance(parameters, Tensor) else parameters  # a tensor would iterate its rows
-    if isinstance(max_norm, bool) or not isinstance(max_norm, (int, float)) or not max_norm >= 0:
-        raise ValueError(f"clip_grad_norm_: max_norm must be a number >= 0, got {max_norm!r}")
-    if isinstance(norm_type, str) and norm_type.lower() in ("inf", "+inf", "infinity"):
-        norm_type = math.inf
-    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)) or not norm_type > 0:
-        raise ValueError(f"clip_grad_norm_: norm_type must be a number > 0, or inf (also 'inf'), got {norm_type!r}")
-    grads = [p.grad.array for p in params if p.grad is not None]
-    total = _norm(grads, norm_type)
-    if math.isinf(total) and norm_type != math.inf:  # the powers overflowed; the values may not have
-        largest = _norm(grads, math.inf)
-        if math.isfinite(largest) and largest > 0:
-            total = largest * _norm([g / g.dtype.type(largest) for g in grads], norm_type)
-    if not math.isfinite(total):
-        if error_if_nonfinite:
-            raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {total}")
-        return total
-    if total > max_norm:
-        for g in grads:
-            g *= max_norm / (total + 1e-6)
-    return total
-
-
-def _norm(grads: list[Any], norm_type: float) -> float:
-    """The joint norm of order norm_type of the arrays, summed where they live and read back once."""
-    total = 0.0
-    for g in grads:
-        xp, flat = backend.get_array_module(g), g.reshape(-1)
-        if norm_type == 2.0:
-            total = total + xp.vdot(flat, flat)  # the squares, summed
-        elif norm_type == math.inf:
-            if flat.size:  # an empty gradient has no max; CuPy's max takes no initial=
-                total = xp.maximum(total, xp.abs(flat).max())
-        else:
-            with np.errstate(over="ignore"):  # an overflow gives inf, which clip_grad_norm_ handles
-                total = total + (xp.abs(flat) ** norm_type).sum()
-    return float(total) if norm_type == math.inf else float(total) ** (1 / norm_type)
-
-
-def cosine_lr(step: int, max_lr: float, max_steps: int, warmup_steps: int = 0, min_lr: float = 0.0) -> float:
-    """Learning rate at `step`: linear warmup to max_lr, then cosine decay to min_lr at max_steps."""
-    if step < warmup_steps:
-        return max_lr * (step + 1) / warmup_steps
-    if step >= max_steps:
-        return min_lr
-    progress = (step - warmup_steps) / max(1, max_steps - warmup_steps)
-    return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))
-
-
-def clip_grad_value_(params: Iterable[Tensor] | Tensor, clip_value: float) -> None:
-    """Clamp every gradient in place to [-clip_value, clip_value], element by element, as
-    torch.nn.utils.clip_grad_value_; params is one tensor or several."""
-    if isinstance(clip_value, bool) or not isinstance(clip_value, (int, float)) or not clip_value >= 0:
-        raise ValueError(f"clip_grad_value_: clip_value must be a number >= 0, got {clip_value!r}")
-    for p in [params] if isinstance(params, Tensor) else params:
-        if p.grad is not None:
-            g = p.grad.array
-            backend.get_array_module(g).clip(g, -clip_value, clip_value, out=g)
-
-
 # ---- RMSprop and Adagrad: a step scaled by each weight's own history of squared gradients ----
 
 class RMSprop(Optimizer):
@@ -792,3 +693,103 @@ def _strong_wolfe(evaluate: Any, x: Any, t: float, d: Any, f: float, g: Any, gtd
                     bracket[low], bracket_f[low], bracket_g[low], bracket_gtd[low]
             bracket[low], bracket_f[low], bracket_g[low], bracket_gtd[low] = t, f_new, g_new, gtd_new
     return bracket_f[low], bracket_g[low], bracket[low], evals
+
+
+def _pieces(p: Any, g: Any, buffers: dict[str, Any], size: int) -> Iterator[tuple[Any, Any, dict[str, Any]]]:
+    """Views of at most `size` elements of a parameter array, its gradient and its state buffers. An array that
+    is not C-contiguous (nn.Parameter(W.T)) would be copied by reshape(-1), and the update lost: one piece."""
+    if not all(a.flags.c_contiguous for a in (p, *buffers.values())):
+        yield p, g, buffers
+        return
+    flat_p, flat_g = p.reshape(-1), g.reshape(-1)
+    flat_buffers = {k: v.reshape(-1) for k, v in buffers.items()}
+    for start in range(0, p.size, size):
+        chunk = slice(start, start + size)
+        yield flat_p[chunk], flat_g[chunk], {k: v[chunk] for k, v in flat_buffers.items()}
+
+
+def _scratch_for(scratch: threading.local, piece: Any) -> Any:
+    """A scratch array shaped like `piece`, one buffer per thread, reused from piece to piece."""
+    key = (backend.device_of(piece), piece.dtype)
+    buffers = scratch.__dict__
+    if key not in buffers or buffers[key].size < piece.size:
+        buffers[key] = backend.get_array_module(piece).empty(piece.size, dtype=piece.dtype)
+    return buffers[key][: piece.size].reshape(piece.shape)
+
+
+def decay_groups(named_params: Iterable[tuple[str, Tensor]], weight_decay: float) -> list[dict[str, Any]]:
+    """Two groups, as GPT-2 training does: matrices (ndim >= 2) decay; biases and LayerNorm's weight vectors do not."""
+    params = list(named_params)
+    return [{"params": [p for _, p in params if p.ndim >= 2], "weight_decay": weight_decay},
+            {"params": [p for _, p in params if p.ndim < 2], "weight_decay": 0.0}]
+
+
+def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float | str = 2.0,
+                    error_if_nonfinite: bool = False) -> float:
+    """Scale all gradients in place so their joint norm (L2, or norm_type: any p > 0, or inf, also as 'inf') is at
+    most max_norm; return the norm before. As torch.nn.utils.clip_grad_norm_: one tensor or an iterable of them; a
+    non-finite norm leaves the gradients as they are, or with error_if_nonfinite=True is a RuntimeError. Where the
+    sum of powers overflows the gradients' dtype (float32 squares beyond 3.4e38) though every gradient is finite, the
+    norm is computed again over the gradients divided by their largest magnitude, and comes out true and finite.
+
+    The norm is summed where the gradients live and read back once: on a GPU, one wait per call.
+    """
+    params = [parameters] if isinstance(parameters, Tensor) else parameters  # a tensor would iterate its rows
+    if isinstance(max_norm, bool) or not isinstance(max_norm, (int, float)) or not max_norm >= 0:
+        raise ValueError(f"clip_grad_norm_: max_norm must be a number >= 0, got {max_norm!r}")
+    if isinstance(norm_type, str) and norm_type.lower() in ("inf", "+inf", "infinity"):
+        norm_type = math.inf
+    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)) or not norm_type > 0:
+        raise ValueError(f"clip_grad_norm_: norm_type must be a number > 0, or inf (also 'inf'), got {norm_type!r}")
+    grads = [p.grad.array for p in params if p.grad is not None]
+    total = _norm(grads, norm_type)
+    if math.isinf(total) and norm_type != math.inf:  # the powers overflowed; the values may not have
+        largest = _norm(grads, math.inf)
+        if math.isfinite(largest) and largest > 0:
+            total = largest * _norm([g / g.dtype.type(largest) for g in grads], norm_type)
+    if not math.isfinite(total):
+        if error_if_nonfinite:
+            raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {total}")
+        return total
+    if total > max_norm:
+        for g in grads:
+            g *= max_norm / (total + 1e-6)
+    return total
+
+
+def _norm(grads: list[Any], norm_type: float) -> float:
+    """The joint norm of order norm_type of the arrays, summed where they live and read back once."""
+    total = 0.0
+    for g in grads:
+        xp, flat = backend.get_array_module(g), g.reshape(-1)
+        if norm_type == 2.0:
+            total = total + xp.vdot(flat, flat)  # the squares, summed
+        elif norm_type == math.inf:
+            if flat.size:  # an empty gradient has no max; CuPy's max takes no initial=
+                total = xp.maximum(total, xp.abs(flat).max())
+        else:
+            with np.errstate(over="ignore"):  # an overflow gives inf, which clip_grad_norm_ handles
+                total = total + (xp.abs(flat) ** norm_type).sum()
+    return float(total) if norm_type == math.inf else float(total) ** (1 / norm_type)
+
+
+def cosine_lr(step: int, max_lr: float, max_steps: int, warmup_steps: int = 0, min_lr: float = 0.0) -> float:
+    """Learning rate at `step`: linear warmup to max_lr, then cosine decay to min_lr at max_steps."""
+    if step < warmup_steps:
+        return max_lr * (step + 1) / warmup_steps
+    if step >= max_steps:
+        return min_lr
+    progress = (step - warmup_steps) / max(1, max_steps - warmup_steps)
+    return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))
+
+
+def clip_grad_value_(params: Iterable[Tensor] | Tensor, clip_value: float) -> None:
+    """Clamp every gradient in place to [-clip_value, clip_value], element by element, as
+    torch.nn.utils.clip_grad_value_; params is one tensor or several."""
+    if isinstance(clip_value, bool) or not isinstance(clip_value, (int, float)) or not clip_value >= 0:
+        raise ValueError(f"clip_grad_value_: clip_value must be a number >= 0, got {clip_value!r}")
+    for p in [params] if isinstance(params, Tensor) else params:
+        if p.grad is not None:
+            g = p.grad.array
+            backend.get_array_module(g).clip(g, -clip_value, clip_value, out=g)
+
