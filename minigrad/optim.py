@@ -792,4 +792,3 @@ def clip_grad_value_(params: Iterable[Tensor] | Tensor, clip_value: float) -> No
         if p.grad is not None:
             g = p.grad.array
             backend.get_array_module(g).clip(g, -clip_value, clip_value, out=g)
-
