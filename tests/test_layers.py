@@ -350,6 +350,9 @@ def test_activation_layers_are_the_functions():
         np.testing.assert_allclose(ours(x).detach().numpy(), theirs(t_x).detach().numpy(), atol=1e-6,
                                    err_msg=name)
     assert repr(nn.LeakyReLU(0.2)) == "LeakyReLU(negative_slope=0.2)"
+    layer = nn.LeakyReLU(0.2)
+    layer.negative_slope = 0.5  # a setting changed later counts, as in PyTorch
+    np.testing.assert_allclose(layer(x).numpy(), torch.nn.LeakyReLU(0.5)(t_x).numpy(), atol=1e-7)
 
 
 @pytest.mark.parametrize("make", [

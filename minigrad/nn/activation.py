@@ -33,15 +33,18 @@ class FunctionLayer(Module):
 
     def __init__(self, **settings: Any) -> None:
         super().__init__()
-        self.settings = settings
+        self.setting_names = tuple(settings)  # each an attribute, read at every call (layer.alpha = 0.5 counts)
         for key, value in settings.items():
             setattr(self, key, value)
 
+    def settings(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in self.setting_names}
+
     def forward(self, x: Tensor) -> Tensor:
-        return getattr(F, self.fn)(x, **self.settings)
+        return getattr(F, self.fn)(x, **self.settings())
 
     def extra_repr(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.settings.items() if self.shown is None or k in self.shown)
+        return ", ".join(f"{k}={v}" for k, v in self.settings().items() if self.shown is None or k in self.shown)
 
 
 class SiLU(FunctionLayer):

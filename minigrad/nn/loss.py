@@ -22,12 +22,13 @@ class _Loss(Module):
         super().__init__()
         if reduction not in self.reductions:
             raise reduction_error(type(self).__name__, reduction)
-        self.reduction, self.options = reduction, options
+        self.reduction, self.option_names = reduction, tuple(options)  # attributes, read at every call
         for key, value in options.items():
             setattr(self, key, value)
 
     def forward(self, *inputs: Any) -> Tensor:
-        return getattr(F, self.fn)(*inputs, reduction=self.reduction, **self.options)
+        options = {key: getattr(self, key) for key in self.option_names}
+        return getattr(F, self.fn)(*inputs, reduction=self.reduction, **options)
 
 
 class L1Loss(_Loss):
