@@ -1,7 +1,8 @@
-"""Batch norm, the activations beyond the teaching set (elu, softplus, hardtanh, mish, ...) and the losses beyond
-it (l1, smooth_l1, huber, binary_cross_entropy, kl_div, cosine_embedding, margin_ranking), as torch.nn.functional's,
-each written as its formula from the primitives: no backward of its own, so first and higher-order gradients and CuPy
-come with the primitives. nn/batchnorm.py, nn/activation.py and nn/loss.py wrap them as layers.
+"""Batch norm and group norm, the activations beyond the teaching set (elu, softplus, hardtanh, mish, ...) and the
+losses beyond it (l1, smooth_l1, huber, binary_cross_entropy, kl_div, cosine_embedding, margin_ranking), as
+torch.nn.functional's, each written as its formula from the primitives: no backward of its own, so first and
+higher-order gradients and CuPy come with the primitives. nn/batchnorm.py, nn/activation.py and nn/loss.py wrap them
+as layers.
 """
 
 from __future__ import annotations
@@ -44,6 +45,26 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     else:
         mean, var = running_mean, running_var
     y = (input - mean.reshape(shape)) / (var.reshape(shape) + eps).sqrt()
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalise each sample's channels (axis 1 of (B, C, *)) in num_groups groups of C / num_groups, each group over
+    its channels and the other axes, then scale and shift per channel, as torch.nn.functional.group_norm (Wu & He;
+    one group is layer norm over (C, *), C groups instance norm). The same in training and evaluation."""
+    if input.ndim < 2 or input.shape[1] % num_groups:
+        raise ValueError(f"group_norm: {num_groups} groups do not divide the channels (axis 1) of an input of shape "
+                         f"{input.shape}")
+    B, C = input.shape[:2]
+    x = input.reshape(B, num_groups, -1)  # (B, G, C / G * rest)
+    x = (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True, correction=0) + eps).sqrt()
+    y = x.reshape(input.shape)
+    shape = (C, *(1,) * (input.ndim - 2))  # a channel's scale broadcast over (B, C, *)
     if weight is not None:
         y = y * weight.reshape(shape)
     if bias is not None:

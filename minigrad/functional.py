@@ -12,6 +12,7 @@ from minigrad.composed import (
     cosine_embedding_loss,
     elu,
     glu,
+    group_norm,
     hardsigmoid,
     hardswish,
     hardtanh,
@@ -61,7 +62,7 @@ __all__ = ["binary_cross_entropy_with_logits", "causal_mask", "cross_entropy", "
            "avg_pool2d", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
            "pad",
            # composed.py
-           "batch_norm", "celu", "elu", "glu", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish",
-           "normalize", "prelu", "relu6", "selu", "softmin", "softplus", "softsign", "tanhshrink",
+           "batch_norm", "celu", "elu", "glu", "group_norm", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid",
+           "mish", "normalize", "prelu", "relu6", "selu", "softmin", "softplus", "softsign", "tanhshrink",
            "binary_cross_entropy", "cosine_embedding_loss", "huber_loss", "kl_div", "l1_loss", "margin_ranking_loss",
            "smooth_l1_loss"]

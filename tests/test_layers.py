@@ -79,6 +79,8 @@ FUNCTIONS = [
     ("pad crop and value", F.pad, TF.pad, [(2, 3, 5, 4)], {"pad": (-1, 2, 0, 1), "value": 0.5}),
     ("batch_norm train", lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
      lambda x, w, b: TF.batch_norm(x, None, None, w, b, training=True), [(4, 3, 2, 2), (3,), (3,)], {}),
+    ("group_norm", lambda x, w, b: F.group_norm(x, 3, w, b), lambda x, w, b: TF.group_norm(x, 3, w, b),
+     [(2, 6, 3, 2), (6,), (6,)], {}),
     *[(name, getattr(F, name), getattr(TF, name), [(3, 4)], kwargs) for name, kwargs in [
         ("elu", {"alpha": 0.7}), ("selu", {}), ("celu", {"alpha": 1.3}), ("softplus", {"beta": 2.0}),
         ("softsign", {}), ("hardtanh", {"min_val": -0.5, "max_val": 0.7}), ("relu6", {}), ("hardsigmoid", {}),
@@ -212,6 +214,7 @@ LAYERS = [
      [(5, 2, 8), (4, 2, 8), (4, 2, 8)]),
     ("BatchNorm1d eval", lambda m: m.BatchNorm1d(3).eval(), [(4, 3)]),
     ("BatchNorm2d eval", lambda m: m.BatchNorm2d(3, affine=False).eval(), [(4, 3, 2, 2)]),
+    ("GroupNorm", lambda m: m.GroupNorm(2, 4), [(3, 4, 5)]),
     ("BatchNorm1d eval no bias", lambda m: m.BatchNorm1d(3, bias=False).eval(), [(4, 3, 5)]),
 ]
 
@@ -360,7 +363,8 @@ def test_activation_layers_are_the_functions():
                                                                padding_mode="reflect"),
     lambda m: m.ConvTranspose2d(4, 2, 3, stride=2, output_padding=1),
     lambda m: m.MaxPool2d(2), lambda m: m.AvgPool2d(3, stride=1, padding=1), lambda m: m.AdaptiveAvgPool2d((1, 1)),
-    lambda m: m.BatchNorm1d(4), lambda m: m.BatchNorm2d(4, affine=False), lambda m: m.LSTM(8, 16, 2, batch_first=True),
+    lambda m: m.BatchNorm1d(4), lambda m: m.BatchNorm2d(4, affine=False), lambda m: m.GroupNorm(2, 4),
+    lambda m: m.LSTM(8, 16, 2, batch_first=True),
     lambda m: m.GRUCell(3, 4), lambda m: m.RNN(3, 4, nonlinearity="relu", bidirectional=True),
     lambda m: m.LeakyReLU(0.2), lambda m: m.ELU(), lambda m: m.Softmax(dim=1), lambda m: m.Softplus(),
     lambda m: m.Hardtanh(), lambda m: m.Identity(), lambda m: m.PReLU(), lambda m: m.KLDivLoss(reduction="batchmean"),
@@ -386,7 +390,8 @@ def test_the_layers_run_on_the_gpu_backend_as_on_the_cpu():
     """A small CNN with batch norm, an LSTM, an encoder layer, padded and transposed convolutions, on "cuda"
     (the CuPy stand-in in CI) and on the CPU from one state: the same outputs and gradients."""
     mg.manual_seed(0)
-    models = [nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+    models = [nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.GroupNorm(2, 4), nn.ReLU(),
+                            nn.MaxPool2d(2),
                             nn.AvgPool2d(2, padding=1), nn.AdaptiveAvgPool2d(1), nn.Flatten()),
               nn.LSTM(3, 4, batch_first=True, bidirectional=True),
               nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True),

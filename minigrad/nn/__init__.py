@@ -722,7 +722,7 @@ from minigrad.nn.activation import (  # noqa: E402, F401  (nn.X names)
     Softsign,
     Tanhshrink,
 )
-from minigrad.nn.batchnorm import BatchNorm1d, BatchNorm2d  # noqa: E402, F401  (nn.X names)
+from minigrad.nn.batchnorm import BatchNorm1d, BatchNorm2d, GroupNorm  # noqa: E402, F401  (nn.X names)
 from minigrad.nn.conv import (  # noqa: E402, F401  (nn.X names)
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,

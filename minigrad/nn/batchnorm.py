@@ -1,6 +1,7 @@
 """Batch normalisation layers (nn.BatchNorm1d, nn.BatchNorm2d), as torch.nn's: weight and bias (learned, init 1
 and 0), running_mean, running_var and num_batches_tracked as buffers (in state_dict, as PyTorch's keys), the batch's
-statistics in training and the running ones in evaluation. The formula is F.batch_norm's (minigrad/composed.py).
+statistics in training and the running ones in evaluation; and nn.GroupNorm, per sample. The formulas are
+F.batch_norm's and F.group_norm's (minigrad/composed.py).
 """
 
 from __future__ import annotations
@@ -69,3 +70,25 @@ class BatchNorm2d(_BatchNorm):
     """(B, C, H, W): each channel normalised over the batch and the image."""
 
     dims = (4,)
+
+
+class GroupNorm(Module):
+    """F.group_norm as a layer: the C channels in num_groups groups, each normalised per sample; weight and bias per
+    channel (learned, init 1 and 0), as torch.nn.GroupNorm. No running statistics: training and evaluation agree."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, *,
+                 bias: bool = True, dtype: DType = np.float32, device: str = "cpu") -> None:
+        super().__init__()
+        if num_groups <= 0 or num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        self.weight = constant((num_channels,), 1.0, dtype, device) if affine else None
+        self.bias = constant((num_channels,), 0.0, dtype, device) if affine and bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
