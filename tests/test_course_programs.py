@@ -4,7 +4,7 @@ fit, a sine-wave predictor of LSTMCells and L-BFGS, a policy gradient with Categ
 PyTorch and run as it is under torch, then with only its import lines changed to minigrad. At the line
 "# ---- training ----" the test copies PyTorch's initial weights into minigrad's modules (the two libraries draw
 different random numbers), so that the programs that draw no random numbers while training give PyTorch's losses
-step by step; the two that sample (actions, the VAE's noise) reach PyTorch's result.
+step by step; the two that sample (actions, the VAE's noise; each program seeds its library) reach PyTorch's result.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-import minigrad
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: the programs' reference runs need it")
 
@@ -74,7 +72,6 @@ def test_program_gives_pytorch_losses_step_by_step(name):
 
 def test_policy_gradient_learns_the_best_arms_as_under_pytorch():
     theirs = run("policy_gradient", "torch")
-    minigrad.manual_seed(0)
     ours = run("policy_gradient", "minigrad", weights=theirs["initial weights"])
     assert theirs["final_loss"] < 0.3 and ours["final_loss"] < 0.3  # P(best arm) above 0.7 in every state
     assert np.mean(ours["rewards_seen"][-10:]) > 0.6
@@ -82,7 +79,6 @@ def test_policy_gradient_learns_the_best_arms_as_under_pytorch():
 
 def test_vae_reaches_pytorch_loss():
     theirs = run("vae", "torch")
-    minigrad.manual_seed(0)
     ours = run("vae", "minigrad", weights=theirs["initial weights"])
     assert ours["losses"][-1] < 0.8 * ours["losses"][0]  # it learns
     assert abs(ours["final_loss"] - theirs["final_loss"]) < 0.1 * theirs["final_loss"]
