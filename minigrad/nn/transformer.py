@@ -123,11 +123,11 @@ class MultiheadAttention(Module):
         return (y if self.batch_first else y.transpose(0, 1)), (weights if need_weights else None)
 
 
-def _activation(activation: str | Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+def _activation(layer: str, activation: str | Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
     if callable(activation):
         return activation
     if activation not in ("relu", "gelu"):
-        raise ValueError(f"activation must be 'relu', 'gelu' or a callable, got {activation!r}")
+        raise ValueError(f"{layer}: activation must be 'relu', 'gelu' or a callable, got {activation!r}")
     return F.relu if activation == "relu" else F.gelu
 
 
@@ -149,7 +149,7 @@ class TransformerEncoderLayer(Module):
         self.norm1 = LayerNorm(d_model, layer_norm_eps, bias=bias, **kw)
         self.norm2 = LayerNorm(d_model, layer_norm_eps, bias=bias, **kw)
         self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
-        self.activation = _activation(activation)
+        self.activation = _activation(type(self).__name__, activation)
 
     def forward(self, src: Tensor, src_mask: Mask = None, src_key_padding_mask: Mask = None,
                 is_causal: bool = False) -> Tensor:
@@ -187,7 +187,7 @@ class TransformerDecoderLayer(Module):
         self.norm2 = LayerNorm(d_model, layer_norm_eps, bias=bias, **kw)
         self.norm3 = LayerNorm(d_model, layer_norm_eps, bias=bias, **kw)
         self.dropout1, self.dropout2, self.dropout3 = Dropout(dropout), Dropout(dropout), Dropout(dropout)
-        self.activation = _activation(activation)
+        self.activation = _activation(type(self).__name__, activation)
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Mask = None, memory_mask: Mask = None,
                 tgt_key_padding_mask: Mask = None, memory_key_padding_mask: Mask = None, tgt_is_causal: bool = False,
