@@ -368,6 +368,7 @@ def test_activation_layers_are_the_functions():
     lambda m: m.GRUCell(3, 4), lambda m: m.RNN(3, 4, nonlinearity="relu", bidirectional=True),
     lambda m: m.LeakyReLU(0.2), lambda m: m.ELU(), lambda m: m.Softmax(dim=1), lambda m: m.Softplus(),
     lambda m: m.Hardtanh(), lambda m: m.Identity(), lambda m: m.PReLU(), lambda m: m.KLDivLoss(reduction="batchmean"),
+    lambda m: m.ReLU(inplace=True), lambda m: m.Dropout(0.2, inplace=True),
 ])
 def test_layers_print_as_pytorch_s(make):
     assert repr(make(nn)) == repr(make(torch.nn))

@@ -463,17 +463,19 @@ class RMSNorm(Module):
 
 
 class Dropout(Module):
-    def __init__(self, p: float = 0.1) -> None:
+    """F.dropout as a layer, active in training; inplace=True is taken and computed out of place, as ReLU's."""
+
+    def __init__(self, p: float = 0.1, inplace: bool = False) -> None:
         super().__init__()
         if not 0 <= p <= 1:
             raise ValueError(f"Dropout: probability must be in [0, 1], got {p}")
-        self.p = p
+        self.p, self.inplace = p, inplace
 
     def forward(self, x: Tensor) -> Tensor:
         return F.dropout(x, self.p, self.training)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}, inplace=False"  # minigrad's dropout is never in place
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class GELU(Module):
@@ -494,10 +496,18 @@ class GELU(Module):
 
 
 class ReLU(Module):
-    """F.relu as a layer: max(x, 0)."""
+    """F.relu as a layer: max(x, 0). inplace=True (PyTorch's, to save memory) is taken and computed out of place:
+    the same values, in a new tensor."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
         return F.relu(x)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class Tanh(Module):
