@@ -14,6 +14,7 @@ from minigrad import (
     backends,
     cuda,
     distributed,
+    distributions,
     functional,
     linalg,
     lr_scheduler,
@@ -205,7 +206,7 @@ __all__ = [
     "set_grad_enabled",
     # PyTorch's namespace around the engine: dtype names, devices, torch.cuda, torch.backends, inference_mode
     "bfloat16", "double", "float", "float16", "half", "int", "int32", "long", "device", "cuda", "backends",
-    "inference_mode", "utils",
+    "inference_mode", "utils", "distributions",
     # PyTorch's legacy tensor types (legacy.py), torch.amp, torch.compile (optimized.py), torch.distributed
     "BoolTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor", "amp", "autocast", "compile",
     "distributed", "bool",

@@ -1,7 +1,8 @@
-"""Optimizers (SGD with momentum, Adam, AdamW), gradient clipping, and the warmup + cosine learning rate. Each
-optimizer's `update` is its rule as the paper writes it, for one parameter; Adam(W)(fused=True) runs the same rule
-in place, beside it. As in PyTorch, state is per parameter (optimizer.state[p], with its own step), and
-state_dict() / load_state_dict() round-trip it with every param group's settings.
+"""Optimizers (SGD with momentum, Adam, AdamW, RMSprop, Adagrad, LBFGS), gradient clipping, and the warmup + cosine
+learning rate. Each optimizer's `update` is its rule as the paper writes it, for one parameter (LBFGS's `step`, over
+all of them at once); Adam(W)(fused=True) runs the same rule in place, beside it. As in PyTorch, state is per
+parameter (optimizer.state[p], with its own step), and state_dict() / load_state_dict() round-trip it with every param
+group's settings.
 """
 
 from __future__ import annotations
@@ -390,6 +391,304 @@ class AdamW(Adam):
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
                  fused: bool = False) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, fused=fused)
+
+
+# ---- RMSprop and Adagrad: a step scaled by each weight's own history of squared gradients ----
+
+class RMSprop(Optimizer):
+    """As torch.optim.RMSprop (Hinton's lecture 6e):
+
+    g = g + wd * p;  v = alpha v + (1 - alpha) g^2;  avg = sqrt(v) + eps
+    (centered: m = alpha m + (1 - alpha) g;  avg = sqrt(v - m^2) + eps)
+    p -= lr * g / avg   (momentum: buf = momentum buf + g / avg;  p -= lr * buf)
+    """
+
+    def __init__(self, params: ParamGroups, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, *,
+                 maximize: bool = False) -> None:
+        super().__init__(params, {"lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay,
+                                  "momentum": momentum, "centered": centered, "maximize": maximize})
+
+    def check(self, group, where):
+        for key in ("lr", "eps", "weight_decay", "momentum", "alpha"):
+            group[key] = _number(where, group, key)
+        group["centered"], group["maximize"] = _flag(where, group, "centered"), _flag(where, group, "maximize")
+        return group
+
+    def new_state(self, p, group):
+        xp = backend.get_array_module(p.array)
+        names = ["square_avg"] + ["momentum_buffer"] * (group["momentum"] > 0) + ["grad_avg"] * group["centered"]
+        return {"step": 0, **{name: xp.zeros(p.shape, dtype=p.dtype) for name in names}}
+
+    def update(self, p, g, group, state):
+        xp, alpha = backend.get_array_module(p), group["alpha"]
+        g = -g if group["maximize"] else g
+        g = g + group["weight_decay"] * p if group["weight_decay"] else g
+        state["step"] += 1
+        state["square_avg"] = v = alpha * state["square_avg"] + (1 - alpha) * g * g
+        if group["centered"]:
+            state["grad_avg"] = m = alpha * state["grad_avg"] + (1 - alpha) * g
+            v = v - m * m
+        avg = xp.sqrt(v) + group["eps"]
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = buf = group["momentum"] * state["momentum_buffer"] + g / avg
+            p -= group["lr"] * buf
+        else:
+            p -= group["lr"] * g / avg
+
+
+class Adagrad(Optimizer):
+    """As torch.optim.Adagrad (Duchi et al.), at step t:
+
+    g = g + wd * p;  clr = lr / (1 + (t - 1) lr_decay);  sum = sum + g^2;  p -= clr * g / (sqrt(sum) + eps)
+    """
+
+    def __init__(self, params: ParamGroups, lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
+                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, *, maximize: bool = False) -> None:
+        super().__init__(params, {"lr": lr, "lr_decay": lr_decay, "weight_decay": weight_decay,
+                                  "initial_accumulator_value": initial_accumulator_value, "eps": eps,
+                                  "maximize": maximize})
+
+    def check(self, group, where):
+        for key in ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps"):
+            group[key] = _number(where, group, key)
+        group["maximize"] = _flag(where, group, "maximize")
+        return group
+
+    def new_state(self, p, group):
+        xp = backend.get_array_module(p.array)
+        return {"step": 0, "sum": xp.full(p.shape, group["initial_accumulator_value"], dtype=p.dtype)}
+
+    def update(self, p, g, group, state):
+        xp = backend.get_array_module(p)
+        g = -g if group["maximize"] else g
+        g = g + group["weight_decay"] * p if group["weight_decay"] else g
+        state["step"] += 1
+        clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
+        state["sum"] = total = state["sum"] + g * g
+        p -= clr * g / (xp.sqrt(total) + group["eps"])
+
+
+# ---- L-BFGS: a quasi-Newton step from the last history_size steps, with an optional line search ----
+
+class LBFGS(Optimizer):
+    """As torch.optim.LBFGS (Nocedal's two-loop recursion; line_search_fn="strong_wolfe" as PyTorch's, after
+    minFunc): step(closure) calls closure() (zero the gradients, compute the loss, backward, return the loss) up to
+    max_eval times, doing up to max_iter iterations, and returns the first loss. One param group; the parameters are
+    treated as one flat vector x with gradient g."""
+
+    def __init__(self, params: ParamGroups, lr: float = 1.0, max_iter: int = 20, max_eval: int | None = None,
+                 tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9, history_size: int = 100,
+                 line_search_fn: str | None = None) -> None:
+        if line_search_fn not in (None, "strong_wolfe"):
+            raise ValueError(f"LBFGS: line_search_fn must be None or 'strong_wolfe', got {line_search_fn!r}")
+        super().__init__(params, {"lr": lr, "max_iter": max_iter, "max_eval": max_eval or max_iter * 5 // 4,
+                                  "tolerance_grad": tolerance_grad, "tolerance_change": tolerance_change,
+                                  "history_size": history_size, "line_search_fn": line_search_fn})
+        if len(self.param_groups) != 1:
+            raise ValueError("LBFGS: doesn't support per-parameter options (parameter groups), as PyTorch's")
+
+    def check(self, group, where):
+        for key in ("lr", "tolerance_grad", "tolerance_change"):
+            group[key] = _number(where, group, key)
+        for key in ("max_iter", "max_eval", "history_size"):
+            if not isinstance(group[key], int) or isinstance(group[key], bool) or group[key] < 1:
+                raise ValueError(f"{where}: {key} must be an int >= 1, got {group[key]!r}")
+        return group
+
+    # -- the parameters as one vector --
+    def _params(self) -> list[Tensor]:
+        return self.param_groups[0]["params"]
+
+    def _flat_grad(self) -> Any:
+        xp = backend.get_array_module(self._params()[0].array)
+        return xp.concatenate([(p.grad.array if p.grad is not None else xp.zeros(p.shape, p.dtype)).reshape(-1)
+                               for p in self._params()])
+
+    def _add(self, t: float, d: Any) -> None:
+        """x += t d, parameter by parameter, in place."""
+        offset = 0
+        for p in self._params():
+            p.array[...] += t * d[offset:offset + p.numel()].reshape(p.shape)
+            offset += p.numel()
+            increment_version(p)
+
+    def _set(self, x: list[Any]) -> None:
+        for p, value in zip(self._params(), x, strict=True):
+            p.array[...] = value
+            increment_version(p)
+
+    def _evaluate(self, closure: Any, x: list[Any], t: float, d: Any) -> tuple[float, Any]:
+        """loss and flat gradient at x + t d; the parameters are put back at x."""
+        self._add(t, d)
+        loss = float(closure())
+        flat_grad = self._flat_grad()
+        self._set(x)
+        return loss, flat_grad
+
+    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+        """Up to max_iter iterations of: the direction d from the history (two loops), a step t along it (lr, or
+        the first iteration's min(1, 1 / |g|_1) lr; or found by the line search), x += t d, a new loss and gradient."""
+        if closure is None:
+            raise RuntimeError("LBFGS.step needs a closure: a function that zeroes the gradients, computes the loss, "
+                               "calls backward() and returns the loss")
+        group = self.param_groups[0]
+        lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
+        tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
+        state = self.state.setdefault(self._params()[0], {"func_evals": 0, "n_iter": 0})
+        orig_loss = closure()
+        loss, evals = float(orig_loss), 1
+        state["func_evals"] += 1
+        flat_grad = self._flat_grad()
+        xp = backend.get_array_module(flat_grad)
+        if float(xp.abs(flat_grad).max()) <= tolerance_grad:
+            return orig_loss  # already optimal
+        d, t = state.get("d"), state.get("t")
+        old_dirs, old_stps, ro = state.get("old_dirs", []), state.get("old_stps", []), state.get("ro", [])
+        H_diag, prev_flat_grad, prev_loss = state.get("H_diag", 1.0), state.get("prev_flat_grad"), None
+        n_iter = 0
+        while n_iter < max_iter:
+            n_iter += 1
+            state["n_iter"] += 1
+            if state["n_iter"] == 1:
+                d, old_dirs, old_stps, ro, H_diag = -flat_grad, [], [], [], 1.0
+            else:  # remember the step s and the change of gradient y, if the curvature y.s is positive
+                y, s = flat_grad - prev_flat_grad, d * t
+                ys = float(y @ s)
+                if ys > 1e-10:
+                    if len(old_dirs) == group["history_size"]:
+                        old_dirs.pop(0), old_stps.pop(0), ro.pop(0)
+                    old_dirs.append(y), old_stps.append(s), ro.append(1.0 / ys)
+                    H_diag = ys / float(y @ y)  # the initial inverse Hessian, a scaled identity
+                # d = -H g by the two-loop recursion
+                q, al = -flat_grad, [0.0] * len(old_dirs)
+                for i in reversed(range(len(old_dirs))):
+                    al[i] = float(old_stps[i] @ q) * ro[i]
+                    q = q - al[i] * old_dirs[i]
+                d = r = q * H_diag
+                for i in range(len(old_dirs)):
+                    be_i = float(old_dirs[i] @ r) * ro[i]
+                    r = r + (al[i] - be_i) * old_stps[i]
+                d = r
+            prev_flat_grad, prev_loss = flat_grad.copy(), loss
+            t = min(1.0, 1.0 / float(xp.abs(flat_grad).sum())) * lr if state["n_iter"] == 1 else lr
+            gtd = float(flat_grad @ d)  # the directional derivative
+            if gtd > -tolerance_change:
+                break
+            if group["line_search_fn"] == "strong_wolfe":
+                x_init = [p.array.copy() for p in self._params()]
+                loss, flat_grad, t, ls_evals = _strong_wolfe(lambda x, t_, d_: self._evaluate(closure, x, t_, d_),
+                                                            x_init, t, d, loss, flat_grad, gtd)
+                self._add(t, d)
+            else:
+                self._add(t, d)
+                ls_evals = 0
+                if n_iter != max_iter:  # a new gradient for the next direction (the last iteration needs none)
+                    loss, flat_grad, ls_evals = float(closure()), self._flat_grad(), 1
+            evals += ls_evals
+            state["func_evals"] += ls_evals
+            if n_iter == max_iter or evals >= max_eval:
+                break
+            if float(xp.abs(flat_grad).max()) <= tolerance_grad:
+                break
+            if float(xp.abs(d * t).max()) <= tolerance_change or abs(loss - prev_loss) < tolerance_change:
+                break
+        state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=H_diag,
+                     prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)
+        return orig_loss
+
+    def load_state_dict(self, saved: dict[str, Any]) -> None:
+        """The settings, as every optimizer's, and the history (kept under the first parameter, as PyTorch's: counts,
+        numbers, flat arrays and lists of them), its arrays copied to the parameters' dtype and device."""
+        entries = list(saved.get("state", {}).values()) if isinstance(saved, dict) else []
+        super().load_state_dict({**saved, "state": {}} if isinstance(saved, dict) else saved)
+        if entries:
+            p = self._params()[0]
+
+            def restored(value: Any) -> Any:
+                if isinstance(value, list):
+                    return [restored(v) for v in value]
+                if backend.is_array(value):
+                    return as_array(value, p.dtype, p.device, "LBFGS.load_state_dict", copy=True)
+                return value
+
+            self.state = {p: {key: restored(value) for key, value in dict(entries[0]).items()}}
+
+
+def _cubic_interpolate(x1: float, f1: float, g1: float, x2: float, f2: float, g2: float,
+                      bounds: tuple[float, float] | None = None) -> float:
+    """The minimiser of the cubic through (x1, f1) and (x2, f2) with slopes g1 and g2, clipped to `bounds` (the
+    interval [x1, x2] by default); the bounds' midpoint where the cubic has no minimum."""
+    low, high = bounds if bounds is not None else (min(x1, x2), max(x1, x2))
+    d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
+    d2_square = d1 * d1 - g1 * g2
+    if d2_square < 0:
+        return (low + high) / 2
+    d2 = math.sqrt(d2_square)
+    if x1 <= x2:
+        min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+    else:
+        min_pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
+    return min(max(min_pos, low), high)
+
+
+def _strong_wolfe(evaluate: Any, x: Any, t: float, d: Any, f: float, g: Any, gtd: float, c1: float = 1e-4,
+                 c2: float = 0.9, tolerance_change: float = 1e-9, max_ls: int = 25) -> tuple[float, Any, float, int]:
+    """A step t along d meeting the strong Wolfe conditions, f(x + t d) <= f + c1 t gtd (enough decrease) and
+    |g(x + t d).d| <= -c2 gtd (enough flattening), as minFunc's and PyTorch's: grow t until a bracket holds a
+    good step, then zoom into it by cubic interpolation. evaluate(x, t, d) gives (loss, flat gradient) at x + t d.
+    Returns (loss, gradient, t, evaluations)."""
+    xp = backend.get_array_module(d)
+    d_norm = float(xp.abs(d).max())
+    f_new, g_new = evaluate(x, t, d)
+    evals, gtd_new = 1, float(g_new @ d)
+    t_prev, f_prev, g_prev, gtd_prev = 0.0, f, g, gtd
+    done, ls_iter = False, 0
+    while ls_iter < max_ls:  # bracketing
+        not_lower = f_new > f + c1 * t * gtd or (ls_iter > 1 and f_new >= f_prev)
+        if not not_lower and abs(gtd_new) <= -c2 * gtd:
+            bracket, bracket_f, bracket_g, done = [t], [f_new], [g_new], True
+            break
+        if not_lower or gtd_new >= 0:  # the minimum lies between t_prev and t
+            bracket, bracket_f, bracket_g, bracket_gtd = [t_prev, t], [f_prev, f_new], [g_prev, g_new], \
+                [gtd_prev, gtd_new]
+            break
+        t_prev, t = t, _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
+                                         bounds=(t + 0.01 * (t - t_prev), t * 10))
+        f_prev, g_prev, gtd_prev = f_new, g_new, gtd_new
+        f_new, g_new = evaluate(x, t, d)
+        evals, gtd_new, ls_iter = evals + 1, float(g_new @ d), ls_iter + 1
+    if ls_iter == max_ls:
+        bracket, bracket_f, bracket_g = [0.0, t], [f, f_new], [g, g_new]
+    insufficient_progress = False
+    low, high = (0, 1) if bracket_f[0] <= bracket_f[-1] else (1, 0)
+    while not done and ls_iter < max_ls:  # zoom
+        if abs(bracket[1] - bracket[0]) * d_norm < tolerance_change:
+            break
+        t = _cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0], bracket[1], bracket_f[1], bracket_gtd[1])
+        # a point too near an end of the bracket is moved 10% inside it, unless the last one was not
+        eps = 0.1 * (max(bracket) - min(bracket))
+        if min(max(bracket) - t, t - min(bracket)) < eps:
+            if insufficient_progress or t >= max(bracket) or t <= min(bracket):
+                t = max(bracket) - eps if abs(t - max(bracket)) < abs(t - min(bracket)) else min(bracket) + eps
+                insufficient_progress = False
+            else:
+                insufficient_progress = True
+        else:
+            insufficient_progress = False
+        f_new, g_new = evaluate(x, t, d)
+        evals, gtd_new, ls_iter = evals + 1, float(g_new @ d), ls_iter + 1
+        if f_new > f + c1 * t * gtd or f_new >= bracket_f[low]:
+            bracket[high], bracket_f[high], bracket_g[high], bracket_gtd[high] = t, f_new, g_new, gtd_new
+            low, high = (0, 1) if bracket_f[0] <= bracket_f[1] else (1, 0)
+        else:
+            if abs(gtd_new) <= -c2 * gtd:
+                done = True
+            elif gtd_new * (bracket[high] - bracket[low]) >= 0:
+                bracket[high], bracket_f[high], bracket_g[high], bracket_gtd[high] = \
+                    bracket[low], bracket_f[low], bracket_g[low], bracket_gtd[low]
+            bracket[low], bracket_f[low], bracket_g[low], bracket_gtd[low] = t, f_new, g_new, gtd_new
+    return bracket_f[low], bracket_g[low], bracket[low], evals
 
 
 def _pieces(p: Any, g: Any, buffers: dict[str, Any], size: int) -> Iterator[tuple[Any, Any, dict[str, Any]]]:

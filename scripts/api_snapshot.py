@@ -1,5 +1,5 @@
 """The public API as text, one name per line with its signature: mg, mg.Tensor, F, nn, optim, mg.lr_scheduler,
-mg.init, mg.autograd, the import paths the docs teach, the models' constructors and train.py's flags.
+mg.init, mg.autograd, mg.distributions, the import paths the docs teach, the models' constructors and train.py's flags.
 tests/api_snapshot.txt holds the reviewed copy; tests/test_api.py compares the two, so that every change of the
 API is seen, and lands with its CHANGELOG line:
 
@@ -62,9 +62,14 @@ def describe(prefix: str, obj: Any) -> Iterator[str]:
         yield f"{prefix} = {type(obj).__name__}"
 
 
+def defined_in(obj: Any, module: ModuleType) -> bool:
+    """Whether obj is defined in the module or in one of its submodules (nn.Conv2d, in minigrad/nn/conv.py)."""
+    where = getattr(obj, "__module__", None) or ""
+    return where == module.__name__ or where.startswith(module.__name__ + ".")
+
+
 def module_names(prefix: str, module: ModuleType) -> Iterator[str]:
-    names = getattr(module, "__all__", None) or [n for n in vars(module)
-                                                 if getattr(vars(module)[n], "__module__", "") == module.__name__]
+    names = getattr(module, "__all__", None) or [n for n in vars(module) if defined_in(vars(module)[n], module)]
     for name in public(names):
         obj = getattr(module, name)
         yield from ([f"{prefix}.{name} module"] if isinstance(obj, ModuleType)
@@ -102,7 +107,8 @@ def snapshot() -> list[str]:
     lines = [*module_names("mg", mg)]
     for prefix, module in (("F", functional), ("nn", nn), ("optim", optim), ("mg.lr_scheduler", lr_scheduler),
                            ("mg.init", init), ("mg.autograd", autograd), ("mg.cuda", mg.cuda),
-                           ("mg.backends", mg.backends), ("mg.utils.data", mg.utils.data)):
+                           ("mg.backends", mg.backends), ("mg.utils.data", mg.utils.data),
+                           ("mg.distributions", mg.distributions)):
         lines += module_names(prefix, module)
     lines += describe("mg.Tensor", mg.Tensor)
     lines += [f"mg.Tensor.{name} (attribute)" for name in public(vars(mg.tensor(0.0)))]

@@ -47,6 +47,7 @@ EXCEPTIONS = {
     ("dtypes.py", "own_dtype", "asarray"): "asks which dtype NumPy gives Python data (a list, a float); "
                                             "the array is dropped and _as_array builds the real one with the "
                                             "device's array module",
+    ("distributions.py", "_limits", "finfo"): "reads a float dtype's epsilon and lowest value; makes no array",
     ("dtypes.py", "own_dtype", "errstate"): "silences NumPy's float-to-int warning while own_dtype asks, with a "
                                              "dropped int64 conversion, whether Python data holds an int beyond int64",
 }

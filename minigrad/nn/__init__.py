@@ -289,6 +289,18 @@ class Module:
                         m.register_buffer(name, b.to(target), name not in m._non_persistent_buffers)
         return self
 
+    def double(self) -> Module:
+        """Every floating-point parameter and buffer as float64, in place (to(mg.float64)), as PyTorch's."""
+        return self.to(np.float64)
+
+    def float(self) -> Module:
+        """Every floating-point parameter and buffer as float32, in place."""
+        return self.to(np.float32)
+
+    def half(self) -> Module:
+        """Every floating-point parameter and buffer as float16, in place."""
+        return self.to(np.float16)
+
     # -- saving and loading --
     def state_dict(self) -> dict[str, Any]:
         """Parameter and persistent buffer arrays by dotted name (the arrays themselves, not copies), each module's
@@ -473,17 +485,19 @@ class RMSNorm(Module):
 
 
 class Dropout(Module):
-    def __init__(self, p: float = 0.1) -> None:
+    """F.dropout as a layer, active in training; inplace=True is taken and computed out of place, as ReLU's."""
+
+    def __init__(self, p: float = 0.1, inplace: bool = False) -> None:
         super().__init__()
         if not 0 <= p <= 1:
             raise ValueError(f"Dropout: probability must be in [0, 1], got {p}")
-        self.p = p
+        self.p, self.inplace = p, inplace
 
     def forward(self, x: Tensor) -> Tensor:
         return F.dropout(x, self.p, self.training)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}, inplace=False"  # minigrad's dropout is never in place
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class GELU(Module):
@@ -504,10 +518,18 @@ class GELU(Module):
 
 
 class ReLU(Module):
-    """F.relu as a layer: max(x, 0)."""
+    """F.relu as a layer: max(x, 0). inplace=True (PyTorch's, to save memory) is taken and computed out of place:
+    the same values, in a new tensor."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
         return F.relu(x)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class Tanh(Module):
@@ -739,3 +761,60 @@ class BCEWithLogitsLoss(Module):
     def forward(self, input: Tensor, target: Any) -> Tensor:
         return F.binary_cross_entropy_with_logits(input, target, self.weight, reduction=self.reduction,
                                                   pos_weight=self.pos_weight)
+
+
+# ---- the layers of a deep-learning course, one file per concept, each built on Module above (so imported last) ----
+from minigrad.nn.activation import (  # noqa: E402, F401  (nn.X names)
+    CELU,
+    ELU,
+    GLU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    Identity,
+    LeakyReLU,
+    LogSigmoid,
+    Mish,
+    PReLU,
+    ReLU6,
+    SiLU,
+    Softmax,
+    Softmin,
+    Softplus,
+    Softsign,
+    Tanhshrink,
+)
+from minigrad.nn.batchnorm import BatchNorm1d, BatchNorm2d, GroupNorm  # noqa: E402, F401  (nn.X names)
+from minigrad.nn.conv import (  # noqa: E402, F401  (nn.X names)
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    Conv1d,
+    Conv2d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+from minigrad.nn.loss import (  # noqa: E402, F401  (nn.X names)
+    BCELoss,
+    CosineEmbeddingLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MarginRankingLoss,
+    SmoothL1Loss,
+)
+from minigrad.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: E402, F401  (nn.X names)
+from minigrad.nn.transformer import (  # noqa: E402, F401  (nn.X names)
+    MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
