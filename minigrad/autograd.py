@@ -1,28 +1,23 @@
 """torch.autograd around the core: the sweep that x.backward() and grad() run (core.Sweep with hooks, chosen
 inputs, version checks and sums that reuse memory), grad() (gradients of chosen inputs, returned without touching
 any .grad), backward(inputs=...), create_graph=True (GraphBackward: the same sweep, whose gradients are tensors of a
-graph, with the formulas of minigrad/second_order.py), and torch.autograd's other names (Function, which also takes
+graph: each node's one backward formula run on tensors), and torch.autograd's other names (Function, which also takes
 PyTorch's protocol: minigrad/custom_function.py; the grad-mode switches, graph_order).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from minigrad import backend, core, versions
-from minigrad.core import FREED, checked_grads, graph_order
+from minigrad.core import FREED, graph_order
 from minigrad.custom_function import Function, once_differentiable
 from minigrad.hooks import hooks_of, run_hooks
 from minigrad.switches import enable_grad, no_grad, set_grad_enabled
 
 __all__ = ["Backward", "Function", "GraphBackward", "enable_grad", "grad", "graph_order", "no_grad",
            "once_differentiable", "set_grad_enabled"]
-
-# A Function class -> its backward in tensor ops, formula(node, dout) -> one gradient per input, which
-# create_graph=True runs instead of node.backward; minigrad/second_order.py fills it (docs/backward.md)
-FORMULAS: dict[type[core.Function], Callable[..., Sequence[Any]]] = {}
-
 
 class Backward(core.Sweep):
     """core.Sweep, as backward() and grad() run it. With `targets` (id of an edge -> its tensor), only the part of
@@ -128,8 +123,9 @@ class Backward(core.Sweep):
 class GraphBackward(Backward):
     """Backward with create_graph=True: the same sweep (order, targets, hooks, version checks), in grad mode, whose
     gradients are tensors of a graph of their own, so that they can be differentiated in turn. Three extension
-    points change: a node's backward is its formula in tensor ops (FORMULAS), sums are recorded, and a leaf's
-    .grad is accumulated out of place (an earlier .grad may be part of a graph)."""
+    points change: a node's backward runs on tensors (its one formula, with xp = minigrad and self.saved giving the
+    graph's tensors), sums are recorded, and a leaf's .grad is accumulated out of place (an earlier .grad may be part
+    of a graph)."""
 
     grad_mode = True
 
@@ -148,23 +144,21 @@ class GraphBackward(Backward):
     def input_grads(self, node: core.Function, dout: Any) -> Sequence[Any]:
         if isinstance(node, versions.Function):
             node.check_versions()
-        return checked_grads(node, formula_of(node)(node, dout))
+        if not node.graph_backward:
+            raise NotImplementedError(
+                f"create_graph=True: {type(node).__name__}.backward computes on arrays, so its gradient cannot be "
+                "differentiated; write it against xp and self.saved and set graph_backward = True (docs/backward.md, "
+                "'Backward is a graph too')")
+        graph, core.modes.graph = core.modes.graph, True  # the one point where a backward runs on tensors
+        try:
+            return core.Sweep.input_grads(self, node, dout)
+        finally:
+            core.modes.graph = graph
 
     add = core.Sweep.add  # total + dx: recorded, out of place
 
     def accumulate_grad(self, leaf: core.Tensor, dout: core.Tensor) -> None:
         leaf.grad = dout.clone() if leaf.grad is None else leaf.grad + dout  # out of place, in the graph
-
-
-def formula_of(node: core.Function) -> Callable[..., Sequence[Any]]:
-    """The backward of node's class (or of the teaching Function a compiled one stands for) in tensor ops."""
-    for cls in type(node).__mro__:
-        formula = FORMULAS.get(cls)
-        if formula is not None:
-            return formula
-    raise NotImplementedError(f"{node.op}: create_graph=True needs a backward written in tensor ops, and "
-                              f"{type(node).__name__} has only its backward on arrays; register one with "
-                              "minigrad.second_order.formula (docs/backward.md, 'Backward is a graph too')")
 
 
 def tensor_list(op: str, what: str, value: Any) -> list[core.Tensor]:

@@ -1,6 +1,7 @@
 """The one module that knows NumPy (device "cpu") and CuPy (device "cuda") apart: everything else asks
 `get_array_module(array)` for its inputs' array module, so one code path serves both. What the two spell
-differently lives here too: scatter_add, erf (CuPy has one, NumPy does not), the seeded generators.
+differently lives here too: scatter_add, erf (CuPy has one, NumPy does not), the seeded generators; and `namespace`,
+the names backward formulas compute with on arrays (the module's, with erf, erfc, added_at, permute_dims).
 """
 
 from __future__ import annotations
@@ -145,6 +146,22 @@ def scatter_add(target: Array, indices: Any, values: Array) -> None:
         np.add.at(target, indices, values)
 
 
+def added_at(values: Array, index: tuple, shape: tuple[int, ...]) -> Array:
+    """Zeros of `shape` with `values` added at `index` (repeated places accumulating): the backward of x[index], out
+    of place. A basic index (ints, slices, None, Ellipsis) names each place at most once: values are assigned."""
+    target = get_array_module(values).zeros(shape, dtype=values.dtype)
+    if all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in index):
+        target[index] = values
+    else:
+        scatter_add(target, index, values)
+    return target
+
+
+def permute_dims(x: Array, axes: tuple[int, ...]) -> Array:
+    """x with its axes in the order `axes` (NumPy 2's and the array API's name, for a CuPy without it)."""
+    return x.transpose(axes)
+
+
 # ---- the error function ----
 
 # W. J. Cody's rational Chebyshev approximations, as in netlib's specfun CALERF ("Rational Chebyshev
@@ -282,3 +299,35 @@ class Generator:
 
     def initial_seed(self) -> int:
         return self.seed_value
+
+
+# ---- the names backward formulas compute with ----
+
+class Names:
+    """An array namespace: `module`'s names (each looked up once, then kept here), with `extras` beside or instead of
+    them. A backward formula's xp is one: NumPy's or CuPy's (namespace below), or minigrad's under create_graph."""
+
+    def __init__(self, module: Any, **extras: Any) -> None:
+        self.module = module
+        vars(self).update(extras)
+
+    def __getattr__(self, name: str) -> Any:  # a name not looked up yet: the module's, kept for the next time
+        value = getattr(self.module, name)
+        setattr(self, name, value)
+        return value
+
+
+_NAMESPACES: dict[Any, Names] = {}
+
+
+def namespace(array: Array) -> Names:
+    """The names a backward formula computes with on `array` (first order): its module's, NumPy's or CuPy's, with
+    what NumPy lacks or CuPy may lack under NumPy's names: erf, erfc, added_at, permute_dims."""
+    module = get_array_module(array)
+    names = _NAMESPACES.get(module)
+    if names is None:
+        extras = {"erf": erf, "erfc": erfc, "added_at": added_at}
+        if not hasattr(module, "permute_dims"):
+            extras["permute_dims"] = permute_dims
+        names = _NAMESPACES[module] = Names(module, **extras)
+    return names

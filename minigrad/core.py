@@ -31,6 +31,7 @@ class Modes(threading.local):
         self.grad = True  # grad mode: whether Function.apply records nodes for backward
         self.implementations: dict[type[Function], type[Function]] = {}  # teaching Function -> the one that runs
         self.hook: Callable[[Function, str, Callable[[], Any]], Any] | None = None  # around every forward, backward
+        self.graph = False  # inside a node's backward under create_graph=True: its formula computes on tensors
 
 
 modes = Modes()
@@ -150,6 +151,25 @@ def make_tensors_as(cls: type[Tensor]) -> None:
     TENSOR = cls
 
 
+# ---- the names a backward formula computes with ----
+
+# minigrad itself, as the array namespace of formulas under create_graph=True (it speaks NumPy's names): named here
+# once by minigrad/__init__.py, with use_graph_namespace(), as the op modules cannot import the package above them
+GRAPH_NAMESPACE: Any = None
+
+
+def use_graph_namespace(namespace: Any) -> None:
+    global GRAPH_NAMESPACE
+    GRAPH_NAMESPACE = namespace
+
+
+def namespace(dout: Any) -> Any:
+    """xp, what a backward formula computes with: NumPy's (or CuPy's) names for an array dout (first order: plain
+    arrays, nothing recorded), minigrad's for a tensor dout (create_graph=True: each step a recorded op), so that
+    one formula gives both."""
+    return GRAPH_NAMESPACE if isinstance(dout, Tensor) else backend.namespace(dout)
+
+
 # ---- Function: one primitive, one graph node ----
 
 class Function:
@@ -164,6 +184,8 @@ class Function:
     needs_input_grad: tuple[bool, ...] = ()  # itself, or None where no gradient is needed; None once freed
     n_outputs: int | None = None  # how many arrays forward returned in a tuple (split); None: one array
     freed = False  # True once release() dropped what backward needs: a second backward is refused
+    graph_backward = False  # True: backward is written once against xp and self.saved, so that create_graph=True
+    # runs it on tensors (minigrad's own Functions); False: a backward on arrays, refused under create_graph=True
     op = "function"  # the name in error messages, once per subclass: LinearFunction -> "linear"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -217,9 +239,11 @@ class Function:
         return arrays
 
     def call(self, phase: str, *args: Any, **options: Any) -> Any:
-        """self.forward(...) or self.backward(...) inside mg.intercept's hook (an extension point: a profiler's)."""
+        """self.forward(...) or self.backward(...) inside mg.intercept's hook (an extension point: a profiler's). A
+        forward run by a backward's formula under create_graph=True is told to the hook as "forward in backward"."""
         run = getattr(self, phase)
-        return modes.hook(self, phase, lambda: run(*args, **options))
+        told = "forward in backward" if modes.graph and phase == "forward" else phase
+        return modes.hook(self, told, lambda: run(*args, **options))
 
     def made(self, inputs: Sequence[Tensor], results: Sequence[Tensor], options: dict[str, Any]) -> None:
         """Called once forward has run and the node is recorded (an extension point: versions, views)."""
@@ -232,17 +256,57 @@ class Function:
         raise NotImplementedError(f"{type(self).__name__} does not define backward(self, dout), which returns one "
                                   "gradient per input (docs/backward.md, 'Writing your own Function')")
 
+    def saved(self, array: Any, source: int | str | Callable[[], Tensor] | None) -> Any:
+        """What forward kept, as backward computes with it: the array itself in first order; under create_graph=True
+        the tensor of the graph it stands for, so that the gradient's own graph reaches back through it. source: i
+        for the node's input i (the leaf itself, or a tensor computed by that input's node), "output" for the
+        node's own output, None for a constant, or a method that makes the tensor of a quantity forward derived on
+        the way (layer norm's xhat: a node of its own, see derived)."""
+        if not modes.graph:
+            return array
+        if callable(source):
+            return source()
+        if source == "output":
+            return self.graph_tensor(array.reshape(self.shape), self, len(self.parents))
+        parent = None if source is None else self.parents[source]
+        if isinstance(parent, Tensor):
+            return parent
+        return TENSOR.wrap(array) if parent is None else self.graph_tensor(array, parent, source)
+
+    def graph_tensor(self, array: Any, node: Function, index: int) -> Tensor:
+        """array as a tensor computed by `node`, which is this node's input `index` (or, past the inputs, its
+        output): an extension point, where versions.py gives it that tensor's version counter."""
+        t = TENSOR.wrap(array, True)
+        t._grad_fn = node
+        return t
+
     def release(self) -> None:
-        """Drop the arrays kept for backward once it has used them: a second backward() is refused. The edges stay
-        (a picture can still walk the graph, as PyTorch's grad_fn.next_functions stays). A node that kept no array
-        (add, reshape: shapes only) stays whole and may run again, as in PyTorch."""
+        """Drop the arrays kept for backward once it has used them (and any tensor, for a user's Function): a second
+        backward() is refused. The edges stay (a picture can still walk the graph, as PyTorch's
+        grad_fn.next_functions stays). A node that kept no array (add, reshape: shapes only) stays whole and may run
+        again, as in PyTorch."""
         arrays = backend.ARRAY_TYPES
-        kept = [key for key, value in vars(self).items()  # an array, or a tuple or list holding one
-                if type(value) in arrays or type(value) in (tuple, list) and not arrays.isdisjoint(map(type, value))]
+        kept = [key for key, value in vars(self).items()  # an array or a tensor, or a tuple or list holding an array
+                if type(value) in arrays or isinstance(value, Tensor)
+                or type(value) in (tuple, list) and not arrays.isdisjoint(map(type, value))]
         for key in kept:
             del self.__dict__[key]
         if kept:
             self.freed = True
+
+
+def derived(cls: type[Function], parents: Sequence[Function | Tensor | None], output: Any, **saved: Any) -> Tensor:
+    """`output`, an array a node derived on the way (layer norm's xhat, attention's weights), as the tensor of a node
+    of `cls` made here, with these edges and saved attributes, whose backward takes the gradient on from it: what
+    Function.saved gives for it under create_graph=True. Nothing is computed again."""
+    node = cls()
+    node.parents, node.needs_input_grad = tuple(parents), tuple(p is not None for p in parents)
+    node.shape, node.dtype = output.shape, output.dtype
+    vars(node).update(saved)
+    t = TENSOR.wrap(output, any(node.needs_input_grad))
+    if t.requires_grad:
+        t._grad_fn = node
+    return t
 
 
 class Output(Function):

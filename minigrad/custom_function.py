@@ -56,7 +56,7 @@ class Custom(versions.Function):
     fn: type[Function]  # the PyTorch-style Function whose forward and backward this node runs
     non_differentiable: frozenset[int] = frozenset()  # ids of the output arrays marked so
     materialize_grads = True
-    saved: tuple[Any, ...] = ()  # the arrays of the tensors save_for_backward was given (None for None)
+    saved_arrays: tuple[Any, ...] = ()  # the arrays of the tensors save_for_backward was given (None for None)
     saved_as: tuple[int | str | None, ...] = ()  # each one's place: input i, "output", or None (made in forward)
     unpacked: tuple[core.Tensor | None, ...] | None = None  # ctx.saved_tensors, while backward runs
 
@@ -76,22 +76,33 @@ class Custom(versions.Function):
         kept = self.__dict__.pop("to_save", ())  # the tensors themselves: only their arrays and places stay
         places = {id(t): i for i, t in enumerate(inputs)}
         outputs = {id(o) for o in outs}
-        self.saved = tuple(None if t is None else t.array for t in kept)
+        self.saved_arrays = tuple(None if t is None else t.array for t in kept)
         self.saved_as = tuple(None if t is None else places.get(id(t), "output" if id(t) in outputs else None)
                               for t in kept)
         return tuple(o.array for o in outs) if isinstance(out, tuple) else out.array
 
+    graph_backward = True  # fn.backward computes on tensors: under create_graph=True, on those of the graph
+
     def backward(self, dout: Any) -> tuple[Any, ...]:
+        """fn.backward(ctx, *douts), as PyTorch runs it: on tensors outside the graph in first order (the arrays
+        wrapped), on tensors of the graph under create_graph=True, with ctx.saved_tensors the inputs and the output
+        it saved back in the graph (self.saved), so that its gradients can be differentiated in turn."""
+        graph = core.modes.graph
+        if graph and self.n_outputs is not None and "output" in self.saved_as:
+            raise NotImplementedError(f"create_graph=True: {self.fn.__name__} saved one of its several outputs, "
+                                      "which cannot be brought back into the graph here; save its inputs instead")
         douts = list(dout) if self.n_outputs is not None else [dout]
-        grads = self.run_backward([None if d is None else core.TENSOR.wrap(d) for d in douts],
-                                  [None if a is None else core.TENSOR.wrap(a) for a in self.saved])
-        return tuple(None if g is None else g.array for g in grads)
+        saved = [None if a is None else self.saved(a, where) for a, where in zip(self.saved_arrays, self.saved_as,
+                                                                                 strict=True)]
+        if not graph:  # arrays, as tensors outside the graph
+            douts = [None if d is None else core.TENSOR.wrap(d) for d in douts]
+            saved = [None if a is None else core.TENSOR.wrap(a) for a in saved]
+        grads = self.run_backward(douts, saved, in_graph=graph)
+        return tuple(g if graph or g is None else g.array for g in grads)
 
     def run_backward(self, douts: list[core.Tensor | None], saved: list[core.Tensor | None],
                      in_graph: bool = False) -> list[core.Tensor | None]:
-        """fn.backward(ctx, *douts) with ctx.saved_tensors = saved: one gradient per tensor input, checked. backward
-        above runs it on arrays wrapped as tensors; with create_graph=True (in_graph), minigrad/second_order.py runs
-        it on tensors of the graph, so that its gradients can be differentiated in turn."""
+        """fn.backward(ctx, *douts) with ctx.saved_tensors = saved: one gradient per tensor input, checked."""
         name = self.fn.__name__
         if in_graph and getattr(self.fn.backward, "once_differentiable", False):
             raise RuntimeError(f"create_graph=True: {name}.backward is marked @once_differentiable, so its gradients "

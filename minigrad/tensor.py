@@ -16,7 +16,7 @@ import numpy as np
 from minigrad import backend, core
 from minigrad.arrays import as_axis
 from minigrad.autograd import BackwardTensor, grad
-from minigrad.core import as_writable, graph_order, is_grad_enabled, modes
+from minigrad.core import as_writable, graph_order, is_grad_enabled, modes, namespace
 from minigrad.dtypes import DType, UnsupportedDType, number_dtype, number_kind
 from minigrad.hooks import HookedTensor, RemovableHandle, move_retained
 from minigrad.legacy import TYPES, LegacyConstructor, TensorType, type_name
@@ -26,9 +26,17 @@ from minigrad.versions import Function, VersionedTensor, increment_version, save
 
 __all__ = [
     "Function", "RemovableHandle", "Tensor", "as_writable", "enable_grad", "grad", "graph_order", "increment_version",
-    "intercept", "is_grad_enabled", "is_tensor", "modes", "no_grad", "numel", "operands", "saves_index",
-    "set_grad_enabled",
+    "intercept", "is_grad_enabled", "is_tensor", "modes", "namespace", "no_grad", "numel", "operands", "Primitive",
+    "saves_index", "set_grad_enabled",
 ]
+
+
+class Primitive(Function):
+    """The Function minigrad's ops are written on: mg.Function whose backward is written once against xp =
+    namespace(dout) and self.saved, so that the same lines give first-order gradients on arrays and, under
+    create_graph=True, higher-order ones on tensors (a user's Function sets graph_backward itself, if it is so)."""
+
+    graph_backward = True
 
 
 class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, core.Tensor):

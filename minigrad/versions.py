@@ -44,6 +44,14 @@ class Function(core.Function):
         if self.view:
             share_memory(inputs[0], results, type(self), options, self.n_outputs is not None)
 
+    def graph_tensor(self, array: Any, node: core.Function, index: int) -> core.Tensor:
+        """The core's, with the version counter of the tensor it stands for (input `index`, or past the inputs the
+        output), so that a write into it before the gradient's own backward is refused."""
+        t = super().graph_tensor(array, node, index)
+        if self.versions:
+            t._counter = self.versions[index][0]
+        return t
+
     saved_indices: Sequence[tuple[list[int], int, tuple[int, ...]]] = ()  # (counter, version, shape) per index kept
 
     def check_versions(self) -> None:
@@ -139,17 +147,19 @@ class CopySlices(Function):
     the view (VersionedTensor._write), as PyTorch's CopySlices; forward returns the base's array, already written.
     dbase = dout with 0 where the view lies,  dv = dout where the view lies, in the view's shape"""
 
+    graph_backward = True  # its backward is written against xp: create_graph=True runs it on tensors
+
     def forward(self, base, v, steps):
         self.base_shape, self.steps = base.shape, steps
+        self.module = backend.get_array_module(base)
         return base
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
-        where = self.positions(xp)
-        flat = xp.ascontiguousarray(dout).reshape(-1)
-        dbase = flat.copy()
-        dbase[where.reshape(-1)] = 0
-        return dbase.reshape(self.base_shape), flat[where]
+        where = self.positions(self.module)  # (the view's shape): constants
+        in_view = self.module.zeros(math.prod(self.base_shape), dtype=bool)
+        in_view[where.reshape(-1)] = True
+        dbase = core.namespace(dout).where(in_view.reshape(self.base_shape), 0, dout)
+        return dbase, dout.reshape(-1)[where]
 
     def positions(self, xp: Any) -> Any:
         """The flat position in the base of each element of the view (an array of the view's shape)."""

@@ -1,5 +1,5 @@
 """Gradients of gradients (create_graph=True, issue 39): every row of the gradcheck table gets the same gradient from
-the formula in tensor ops (minigrad/second_order.py) as from its array backward, and passes gradgradcheck; second
+its one backward formula run on tensors (create_graph=True) as run on arrays, and passes gradgradcheck; second
 derivatives of every primitive against PyTorch's; PyTorch's own test_hessian_vector, test_grad, test_grad_nonleaf and
 the create_graph half of test_accumulate_grad, ported; hooks, retain_grad, version checks, mg.compiled(), mg.fused()
 and the CuPy stand-in.
@@ -351,8 +351,27 @@ def test_grad_outputs_in_the_graph_give_a_jacobian_vector_product() -> None:
 def test_gradgradcheck_catches_a_wrong_second_formula() -> None:
     """A formula that treats x as a constant gives the right gradient, so gradcheck passes, but the wrong second
     derivative: gradgradcheck names it."""
-    from minigrad.second_order import formula, saved_input
 
+    class Cube(mg.Function):
+        graph_backward = True
+        keeps_x = None  # where self.saved finds x: None, a constant (wrong); 0, input 0 of the graph (right)
+
+        def forward(self, x):
+            self.x = x
+            return x**3
+
+        def backward(self, dout):
+            return (3 * self.saved(self.x, self.keeps_x) ** 2 * dout,)
+
+    x = mg.tensor(np.array([0.5, -1.5, 2.0]), requires_grad=True)
+    assert mg.gradcheck(Cube.apply, x)
+    with pytest.raises(mg.GradcheckError, match="input 0"):
+        mg.gradgradcheck(Cube.apply, x)
+    Cube.keeps_x = 0
+    assert mg.gradgradcheck(Cube.apply, x)
+
+
+def test_an_array_backward_runs_first_order_and_refuses_create_graph_in_one_line() -> None:
     class Cube(mg.Function):
         def forward(self, x):
             self.x = x
@@ -361,32 +380,59 @@ def test_gradgradcheck_catches_a_wrong_second_formula() -> None:
         def backward(self, dout):
             return (3 * self.x**2 * dout,)
 
-    @formula(Cube)
-    def cube_graph(node, dout):
-        return (dout * 3 * saved_input(node, 0, node.x).detach() ** 2,)  # wrong: x cut off from the graph
-
     x = mg.tensor(np.array([0.5, -1.5, 2.0]), requires_grad=True)
     assert mg.gradcheck(Cube.apply, x)
-    with pytest.raises(mg.GradcheckError, match="input 0"):
-        mg.gradgradcheck(Cube.apply, x)
+    with pytest.raises(NotImplementedError, match=r"^create_graph=True: Cube.backward computes on arrays[^\n]*$"):
+        mg.autograd.grad(Cube.apply(x).sum(), x, create_graph=True)
 
-    @formula(Cube)
-    def cube_graph_right(node, dout):
-        return (dout * 3 * saved_input(node, 0, node.x) ** 2,)
 
-    assert mg.gradgradcheck(Cube.apply, x)
+def test_the_deprecated_formula_and_sum_to_still_work() -> None:
+    """minigrad.second_order.formula registers a second formula for create_graph=True, and sum_to sums a tensor back
+    to a shape, each with a DeprecationWarning, for one release."""
+    from minigrad.second_order import formula, sum_to
+
+    class Square(mg.Function):
+        def forward(self, x):
+            self.x = x
+            return x * x
+
+        def backward(self, dout):
+            return (2 * self.x * dout,)
+
+    with pytest.warns(DeprecationWarning, match="formula is deprecated"):
+        @formula(Square)
+        def square_graph(node, dout):
+            return (2 * node.parents[0] * dout,)  # x is a leaf here: its edge is the tensor itself
+
+    x = mg.tensor(np.array([0.5, -1.5, 2.0]), requires_grad=True)
+    g, = mg.autograd.grad(Square.apply(x).sum(), x, create_graph=True)
+    h, = mg.autograd.grad((g * g).sum(), x)
+    np.testing.assert_allclose(h.numpy(), 8 * x.numpy())  # d/dx (2x)^2 = 8x
+    with pytest.warns(DeprecationWarning, match="sum_to is deprecated"):
+        summed = sum_to(mg.ones(2, 3), (1, 3))
+    np.testing.assert_array_equal(summed.numpy(), np.full((1, 3), 2.0))
+
+
+def test_a_gelu_twin_that_saved_its_slope_refuses_create_graph_in_one_line() -> None:
+    """mg.fused()'s GELU saves dy/dx, not x: create_graph=True through it is refused, naming it."""
+    x = mg.tensor(np.array([0.5, -1.5, 2.0]), requires_grad=True)
+    with mg.fused():
+        y = F.gelu(x).sum()
+    with pytest.raises(NotImplementedError, match=r"^create_graph=True: FastGeluErf.backward"):
+        mg.autograd.grad(y, x, create_graph=True)
 
 
 def test_compiled_runs_the_same_formulas() -> None:
-    """Under mg.compiled() the compiled Functions' nodes take their teaching Function's formula: the same gradients
-    and second derivatives as without it (float32, where the kernels run)."""
+    """Under mg.compiled() the compiled Functions' nodes run their teaching Function's formula under create_graph=True:
+    the same gradients and second derivatives as without it (float32, where the kernels run; the GELU twin, which
+    saves dy/dx, refuses, above)."""
     pytest.importorskip("numba")
     rng = np.random.default_rng(0)
     values = [rng.standard_normal(s).astype(np.float32) for s in ((2, 4, 8), (8,), (8,), (16, 8))]
 
     def run():
         x, g, b, w = (mg.tensor(v, requires_grad=True) for v in values)
-        h = F.gelu(F.layer_norm(x, (8,), g, b) @ w.T, approximate="tanh")
+        h = F.relu(F.layer_norm(x, (8,), g, b) @ w.T)
         out = F.scaled_dot_product_attention(h, h, h, is_causal=True).softmax(-1)
         grads = mg.autograd.grad((out * out).sum(), [x, g, w], create_graph=True)
         second = mg.autograd.grad(sum((d * d).sum() for d in grads), [x, g, b, w])
