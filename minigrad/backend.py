@@ -162,6 +162,11 @@ def permute_dims(x: Array, axes: tuple[int, ...]) -> Array:
     return x.transpose(axes)
 
 
+def astype(x: Array, dtype: Any) -> Array:
+    """x as `dtype` (NumPy 2's and the array API's function, for a CuPy without it)."""
+    return x.astype(dtype)
+
+
 # ---- the error function ----
 
 # W. J. Cody's rational Chebyshev approximations, as in netlib's specfun CALERF ("Rational Chebyshev
@@ -322,12 +327,13 @@ _NAMESPACES: dict[Any, Names] = {}
 
 def namespace(array: Array) -> Names:
     """The names a backward formula computes with on `array` (first order): its module's, NumPy's or CuPy's, with
-    what NumPy lacks or CuPy may lack under NumPy's names: erf, erfc, added_at, permute_dims."""
+    what NumPy lacks or CuPy may lack under NumPy's names: erf, erfc, added_at, permute_dims, astype."""
     module = get_array_module(array)
     names = _NAMESPACES.get(module)
     if names is None:
         extras = {"erf": erf, "erfc": erfc, "added_at": added_at}
-        if not hasattr(module, "permute_dims"):
-            extras["permute_dims"] = permute_dims
+        for name, function in (("permute_dims", permute_dims), ("astype", astype)):
+            if not hasattr(module, name):
+                extras[name] = function
         names = _NAMESPACES[module] = Names(module, **extras)
     return names
