@@ -1,6 +1,6 @@
 """Softmax, log_softmax and the activations (relu, leaky_relu, gelu, silu), and dropout: each one Function with
 a closed-form backward, written once against xp (docs/backward.md). Their twins that compute in place, for speed,
-are in minigrad/fast.py.
+are in minigrad/twins.py.
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ class SoftmaxFunction(Primitive):
     """y = exp(x - max) / sum(exp(x - max)) along the last axis;  dx = y * (dout - sum(dout * y))
 
     softmax() swaps another axis to the last and back. (mg.fused() and mg.compiled() run a twin that computes in
-    place: minigrad/fast.py.)"""
+    place: minigrad/twins.py.)"""
 
     def forward(self, x):
-        self.y = stable_softmax(x, -1)
-        return self.y
+        y = stable_softmax(x, -1)
+        self.y = y
+        return y
 
     def backward(self, dout):
         # in the forward pass this was: y = exp(x) / sum(exp(x)), so dy_i/dx_j = y_i * (delta_ij - y_j)
@@ -88,7 +89,7 @@ class GeluFunction(Primitive):
     dx = dout * dy/dx,  dy/dx = h + x h (1 - h) (2c + 6 * 0.044715 c x^2)
     (dh/dx = 0.5 (1 - tanh(u)^2) du/dx = 2 h (1 - h) c (1 + 3 * 0.044715 x^2)). It saves x, as PyTorch's
     gelu_backward takes it. (mg.fused() and mg.compiled() run a twin that computes dy/dx in forward, in place, and
-    saves it instead: minigrad/fast.py.)
+    saves it instead: minigrad/twins.py.)
     """
 
     def forward(self, x):
@@ -108,7 +109,7 @@ class GeluErfFunction(Primitive):
 
     dx = dout * dy/dx,  dy/dx = Phi(x) + x phi(x),  phi(x) = exp(-x^2 / 2) / sqrt(2 pi), the normal density.
     Phi(x) = 0.5 erfc(-x / sqrt(2)): no 1 + erf cancelling where Phi is tiny. It saves x; a twin saves dy/dx instead
-    (minigrad/fast.py).
+    (minigrad/twins.py).
     """
 
     def forward(self, x):

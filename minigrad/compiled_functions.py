@@ -1,5 +1,5 @@
 """The compiled implementations that `with mg.compiled():` runs (the optional extra `pip install -e '.[compiled]'`):
-each is a subclass of a teaching Function (or of its twin in minigrad/fast.py) whose forward or backward calls a
+each is a subclass of a teaching Function (or of its twin in minigrad/twins.py) whose forward or backward calls a
 kernel of minigrad/kernels.py on float32 CPU arrays, and the code it subclasses on anything else (tensors, under
 create_graph=True). IMPLEMENTATIONS is the table that
 core.Function.apply chooses from, `modes.implementations.get(cls, cls)`, while mg.compiled() is on (on that thread).
@@ -14,12 +14,12 @@ from minigrad import backend, kernels
 from minigrad.activations import GeluErfFunction, GeluFunction, SoftmaxFunction
 from minigrad.arrays import as_rows
 from minigrad.core import Function
-from minigrad.fast import FastAttention, FastGelu, FastGeluErf, FastLayerNorm, FastSoftmax, SlopeFunction
 from minigrad.matmul import LinearFunction, MatMul
 from minigrad.matmul import product as numpy_product
 from minigrad.normalization import LayerNormFunction
 from minigrad.sdpa import ScaledDotProductAttentionFunction
 from minigrad.shapes import EmbeddingFunction
+from minigrad.twins import FastAttention, FastGelu, FastGeluErf, FastLayerNorm, FastSoftmax, SlopeFunction
 
 
 def product(a: Any, b: Any) -> Any:

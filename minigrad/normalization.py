@@ -22,7 +22,8 @@ class LayerNormFunction(Primitive):
 
     dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  dxhat = dout * w;
     dw = sum(dout * xhat),  db = sum(dout)  (over the rows).
-    It saves xhat and rstd, not x. (mg.fused() and mg.compiled() run a twin that computes in place: fast.py.)
+    It saves xhat and rstd, not x. (mg.fused() and mg.compiled() run a twin that computes in place:
+    minigrad/twins.py.)
     """
 
     def forward(self, x, *affine, eps):

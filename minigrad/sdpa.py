@@ -26,7 +26,7 @@ class ScaledDotProductAttentionFunction(Primitive):
     With dropout, out = D V, D = P * keep / (1 - p): dV = D^T dO, and dD = dO V^T gives dP = dD * keep / (1 - p).
     A query that sees no key has P = 0 in its row, so its output and its dS are 0 (docs/backward.md derives all
     of this). Each gradient is summed back over the axes its input was broadcast along. (mg.fused() and
-    mg.compiled() run a twin that reuses its buffers: minigrad/fast.py.)
+    mg.compiled() run a twin that reuses its buffers: minigrad/twins.py.)
     """
 
     product = staticmethod(product)  # a @ b, arranged for BLAS (matmul.py)

@@ -1,5 +1,5 @@
 """The speed switches, per thread: mg.fused() (the models' attention as one node, F.scaled_dot_product_attention,
-and the in-place twins of minigrad/fast.py) and mg.compiled() (the compiled implementations of
+and the in-place twins of minigrad/twins.py) and mg.compiled() (the compiled implementations of
 minigrad/compiled_functions.py), each chosen where core.Function.apply chooses. Neither changes what is computed;
 each says, in one visible place, that something faster runs.
 """
@@ -29,13 +29,13 @@ modes = Modes()
 class fused(Switch):
     """`with mg.fused():` the models' attention runs as one node, F.scaled_dot_product_attention, instead of its
     four steps written out (models/attention.py, where the choice is made), and the primitives that have a twin
-    computing in place (minigrad/fast.py: softmax, the GELUs, layer norm, attention, cross-entropy) run it, chosen
+    computing in place (minigrad/twins.py: softmax, the GELUs, layer norm, attention, cross-entropy) run it, chosen
     where core.Function.apply chooses (beside mg.compiled()'s, which win); mg.fused(False) turns both off again."""
 
     _state, name = modes, "fused"
 
     def __init__(self, enabled: bool = True) -> None:
-        from minigrad.fast import FUSED  # only here: fast.py imports the op modules, which import this package
+        from minigrad.twins import FUSED  # only here: twins.py imports the op modules, which import this package
         super().__init__(bool(enabled))
         self.twins = FUSED
 

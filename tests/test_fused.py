@@ -146,7 +146,7 @@ def test_attention_node_runs_only_under_the_switch_and_never_with_a_trace():
     x = mg.randn(2, 5, 8)
     assert "ScaledDotProductAttentionFunction" not in _nodes(attn, x)
     with mg.fused():
-        assert "FastAttention" in _nodes(attn, x)  # attention's twin that reuses its buffers (minigrad/fast.py)
+        assert "FastAttention" in _nodes(attn, x)  # attention's twin that reuses its buffers (minigrad/twins.py)
         trace = []
         attn(x, trace=trace)  # a trace asks for the steps: they run written out
         assert set(trace[0]) == {"q", "k", "v", "scores", "weights", "out"}

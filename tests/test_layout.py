@@ -135,7 +135,7 @@ TEACHING = {f"{cls}.{method}" for cls in ("EmbeddingFunction", "LayerNormFunctio
                                           "SoftmaxFunction", "GeluFunction", "CrossEntropyFunction", "Add", "Mul",
                                           "Reshape", "Permute")
             for method in ("forward", "backward")}
-SPEED_FILES = {"minigrad/kernels.py", "minigrad/compiled_functions.py", "minigrad/fast.py"}
+SPEED_FILES = {"minigrad/kernels.py", "minigrad/compiled_functions.py", "minigrad/twins.py"}
 
 
 def test_the_default_step_enters_every_teaching_function_and_no_kernel(capsys):
