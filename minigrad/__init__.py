@@ -19,6 +19,7 @@ from minigrad import (
 )
 from minigrad import core as _core
 from minigrad import elementwise as _elementwise
+from minigrad import reductions as _reductions
 from minigrad import shapes as _shapes
 from minigrad.activations import log_softmax, softmax
 from minigrad.amp import autocast
@@ -133,9 +134,10 @@ from minigrad.switches import inference_mode
 from minigrad.tensor import Function, Tensor, enable_grad, is_grad_enabled, is_tensor, no_grad, numel, set_grad_enabled
 
 # minigrad itself is the array namespace of backward formulas under create_graph=True (core.namespace), with NumPy's
-# names for what it spells another way: astype, permute_dims, and added_at (the backward of x[index])
+# names for what it spells another way: astype, permute_dims, added_at (the backward of x[index]) and
+# products_of_others (prod's)
 _core.use_graph_namespace(_Names(_sys.modules[__name__], astype=_elementwise.cast, permute_dims=_shapes.permute_dims,
-                                 added_at=_shapes.added_at))
+                                 added_at=_shapes.added_at, products_of_others=_reductions.products_of_others))
 
 # torch.optim.lr_scheduler: the schedulers, minigrad/lr_scheduler.py (which builds on optim.py), under that name too;
 # one module under two names, as minigrad.nn.functional is minigrad.functional

@@ -1,7 +1,7 @@
 """The one module that knows NumPy (device "cpu") and CuPy (device "cuda") apart: everything else asks
 `get_array_module(array)` for its inputs' array module, so one code path serves both. What the two spell
 differently lives here too: scatter_add, erf (CuPy has one, NumPy does not), the seeded generators; and `namespace`,
-the names backward formulas compute with on arrays (the module's, with erf, erfc, added_at, permute_dims).
+the names backward formulas compute with on arrays (the module's, with erf, erfc, added_at, ...).
 """
 
 from __future__ import annotations
@@ -155,6 +155,17 @@ def added_at(values: Array, index: tuple, shape: tuple[int, ...]) -> Array:
     else:
         scatter_add(target, index, values)
     return target
+
+
+def products_of_others(rows: Array) -> Array:
+    """(..., n) -> (..., n): at i, the product of the row's other values, prod_{j != i} x_j, as the product of those
+    before i times the product of those after it (two cumulative products): no division, so a zero (only its place
+    gets a nonzero product), two zeros (none does) and a product that overflows need no special case."""
+    xp = get_array_module(rows)
+    ones = xp.ones(rows.shape[:-1] + (1,), dtype=rows.dtype)
+    before = xp.cumprod(xp.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
+    after = xp.flip(xp.cumprod(xp.flip(xp.concatenate([rows[..., 1:], ones], axis=-1), -1), axis=-1), -1)
+    return before * after
 
 
 def permute_dims(x: Array, axes: tuple[int, ...]) -> Array:
@@ -327,11 +338,12 @@ _NAMESPACES: dict[Any, Names] = {}
 
 def namespace(array: Array) -> Names:
     """The names a backward formula computes with on `array` (first order): its module's, NumPy's or CuPy's, with
-    what NumPy lacks or CuPy may lack under NumPy's names: erf, erfc, added_at, permute_dims, astype."""
+    what NumPy lacks or CuPy may lack under NumPy's names: erf, erfc, added_at, products_of_others, permute_dims,
+    astype."""
     module = get_array_module(array)
     names = _NAMESPACES.get(module)
     if names is None:
-        extras = {"erf": erf, "erfc": erfc, "added_at": added_at}
+        extras = {"erf": erf, "erfc": erfc, "added_at": added_at, "products_of_others": products_of_others}
         for name, function in (("permute_dims", permute_dims), ("astype", astype)):
             if not hasattr(module, name):
                 extras[name] = function

@@ -270,8 +270,8 @@ def std(x: Tensor, dim: Dims = None, *, correction: float | None = None, unbiase
 
 
 class Prod(Primitive):
-    """y = prod(x, axis);  dx_i = dout * (the product of the other x_j) = dout * y / x_i where no x_j is 0; at the
-    one 0 of a row, the product of its other values; where a row has two zeros or more, 0 (as PyTorch's)."""
+    """y = prod(x, axis);  dx_i = dout * (the product of the other x_j), along the reduced axes taken as one
+    (products_of_others: no division, so zeros and a product that overflows need no special case)."""
 
     def forward(self, x, axis, keepdims):
         self.x, self.axis = x, axis
@@ -279,15 +279,35 @@ class Prod(Primitive):
         return y if keepdims else y.squeeze(axis)
 
     def backward(self, dout):
-        xp, axis = namespace(dout), self.axis
-        x = self.saved(self.x, 0)
-        zero = self.x == 0
-        zeros = zero.sum(axis=axis, keepdims=True)  # how many zeros each row has
-        unzeroed = xp.where(zero, 1, x)  # x with its zeros as 1
-        nonzero_product = xp.prod(unzeroed, axis=axis, keepdims=True)  # y itself where a row has no 0
-        others = xp.where(zero, xp.where(zeros == 1, nonzero_product, 0),
-                          xp.where(zeros == 0, nonzero_product / unzeroed, 0))
-        return (dout.reshape(_kept_shape(self.x.shape, axis)) * others,)
+        xp, axis, shape = namespace(dout), self.axis, self.x.shape
+        kept = tuple(a for a in range(len(shape)) if a not in axis)
+        order = kept + axis  # the reduced axes last, as one: (..., n)
+        rows = xp.permute_dims(self.saved(self.x, 0), order).reshape(*(shape[a] for a in kept), _count(shape, axis))
+        others = xp.products_of_others(rows).reshape(*(shape[a] for a in order))
+        others = xp.permute_dims(others, tuple(order.index(a) for a in range(len(shape))))  # the permutation undone
+        return (dout.reshape(_kept_shape(shape, axis)) * others,)
+
+
+class ProductsOfOthers(Primitive):
+    """y_i = prod_{j != i} x_j along the last axis (backend.products_of_others: Prod's backward, as an op of its own
+    for create_graph=True);  dx_k = sum_{i != k} dout_i prod_{j != i, k} x_j: the same products, of the rows of a
+    grid whose row i is x with x_i set to 1."""
+
+    def forward(self, x):
+        self.x = x
+        return backend.products_of_others(x)
+
+    def backward(self, dout):
+        xp, x = namespace(dout), self.saved(self.x, 0)
+        diagonal = backend.get_array_module(self.x).eye(self.x.shape[-1], dtype=bool)  # (n, n), a constant
+        grid = xp.where(diagonal, 1, x[..., None, :])  # (..., n, n): row i is x with x_i set to 1
+        pairs = xp.products_of_others(grid)  # [i, k] = prod_{j != i, k} x_j where k != i
+        return ((xp.where(diagonal, 0, pairs) * dout[..., :, None]).sum(axis=-2),)
+
+
+def products_of_others(x: Tensor) -> Tensor:
+    """backend.products_of_others on a tensor, recorded."""
+    return ProductsOfOthers.apply(x)
 
 
 @numpy_aliases

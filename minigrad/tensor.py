@@ -301,6 +301,7 @@ class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, c
     def sin(self) -> Tensor: return elementwise.sin(self)
     def cos(self) -> Tensor: return elementwise.cos(self)
     def erf(self) -> Tensor: return elementwise.erf(self)
+    def erfc(self) -> Tensor: return elementwise.erfc(self)
     def maximum(self, other) -> Tensor: return elementwise.maximum(self, other)
     def minimum(self, other) -> Tensor: return elementwise.minimum(self, other)
     def where(self, condition, other) -> Tensor: return elementwise.where(condition, self, other)
@@ -347,6 +348,8 @@ class Tensor(LegacyConstructor, BackwardTensor, HookedTensor, VersionedTensor, c
     # shapes and dims as varargs, x.reshape(2, 3) or x.reshape((2, 3)), as in PyTorch
     def reshape(self, *shape: int) -> Tensor: return shapes.reshape(self, *shape)
     def transpose(self, dim0: int, dim1: int) -> Tensor: return shapes.transpose(self, dim0, dim1)
+    def swapaxes(self, axis0: int, axis1: int) -> Tensor: return shapes.swapaxes(self, axis0, axis1)
+    def broadcast_to(self, *shape: int) -> Tensor: return shapes.broadcast_to(self, shape)
     def permute(self, *dims: int) -> Tensor: return shapes.permute(self, *dims)
     def expand(self, *sizes: int) -> Tensor: return shapes.expand(self, *sizes)
     def repeat(self, *sizes: int) -> Tensor: return shapes.repeat(self, *sizes)
