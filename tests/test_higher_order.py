@@ -479,3 +479,23 @@ def test_second_derivatives_on_the_gpu_match_the_cpu() -> None:
 
     for a, b in zip(run("cuda"), run("cpu"), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_no_node_keeps_its_own_output_and_release_drops_the_tensors_kept():
+    """The tensors a backward makes of what its node saved are its own, not kept on the node (no node holds its own
+    output: no reference cycle); the nodes made for derived quantities (layer norm's xhat and rstd) hold tensors, and
+    release(), after the backward that goes through them, drops those as it drops arrays."""
+    from minigrad.core import graph_order
+
+    rng = np.random.default_rng(0)
+    x = mg.tensor(rng.standard_normal((3, 5)), requires_grad=True)
+    w = mg.tensor(rng.standard_normal(5), requires_grad=True)
+    out = (F.layer_norm(x, 5, w).exp() * mg.tensor(rng.standard_normal((3, 5)))).sum()
+    g, = mg.autograd.grad(out, x, create_graph=True)
+    nodes = [n for n in graph_order(g.grad_fn, out.grad_fn) if isinstance(n, mg.Function)]
+    kept = [(n, v) for n in nodes for v in vars(n).values() if isinstance(v, mg.Tensor)]
+    assert kept, "the derived nodes keep tensors"
+    assert not [n for n, v in kept if v.grad_fn is n]
+    (g * g).sum().backward()  # first order, retain_graph=False: every node it went through is released
+    assert not [(type(n).__name__, k) for n in graph_order(g.grad_fn) if isinstance(n, mg.Function)
+                for k, v in vars(n).items() if isinstance(v, mg.Tensor)]
