@@ -144,7 +144,7 @@ class GraphBackward(Backward):
     def input_grads(self, node: core.Function, dout: Any) -> Sequence[Any]:
         if isinstance(node, versions.Function):
             node.check_versions()
-        if not node.graph_backward:
+        if not type(node).graph_backward:  # the class's: a ctx's attributes are its user's
             raise NotImplementedError(
                 f"create_graph=True: {type(node).__name__}.backward computes on arrays, so its gradient cannot be "
                 "differentiated; write it against xp and self.saved and set graph_backward = True (docs/backward.md, "

@@ -92,8 +92,8 @@ class Custom(versions.Function):
             raise NotImplementedError(f"create_graph=True: {self.fn.__name__} saved one of its several outputs, "
                                       "which cannot be brought back into the graph here; save its inputs instead")
         douts = list(dout) if self.n_outputs is not None else [dout]
-        saved = [None if a is None else self.saved(a, where) for a, where in zip(self.saved_arrays, self.saved_as,
-                                                                                 strict=True)]
+        saved = [None if a is None else core.Function.saved(self, a, where)  # the class's: ctx.saved may be the user's
+                 for a, where in zip(self.saved_arrays, self.saved_as, strict=True)]
         if not graph:  # arrays, as tensors outside the graph
             douts = [None if d is None else core.TENSOR.wrap(d) for d in douts]
             saved = [None if a is None else core.TENSOR.wrap(a) for a in saved]
