@@ -23,8 +23,9 @@ NO_SECOND_DERIVATIVE = {
     "add", "add broadcast", "add scalar tensor", "add trailing", "sub broadcast", "sub x - x", "mul python scalar",
     "neg", "sum all", "sum axis 0", "sum axes (0, 2) keepdims", "mean all", "mean axis 1", "mean axis -1 keepdims",
     "max all", "amax axis 1", "amax axes (0, 2) keepdims", "max dim 1 values", "max dim 0 keepdim values", "reshape",
-    "reshape -1", "permute", "transpose two dims", "transpose .T", "getitem slices", "getitem int and None",
-    "getitem repeated ints", "getitem columns", "softmax of a scalar", "log_softmax of a scalar",
+    "reshape -1", "permute", "transpose two dims", "transpose .T", "swapaxes", "broadcast_to", "getitem slices",
+    "getitem int and None", "getitem repeated ints", "getitem columns", "softmax of a scalar",
+    "log_softmax of a scalar",
     "masked_fill broadcast mask", "masked_fill row mask", "embedding repeated indices", "relu", "dropout", "cat dim 1",
     "cat three", "leaky_relu", "leaky_relu slope 0.2", "abs", "maximum broadcast", "maximum batched",
     "maximum python scalar", "minimum broadcast", "where broadcast", "where batched", "where python scalar", "clamp",
@@ -87,6 +88,7 @@ def test_the_named_rows_are_rows_of_the_table() -> None:
 
 _T = np.array([[1, 0, 4], [2, 2, 3]])
 _MASK = np.array([[True, False, False, True], [False, True, False, False], [False, False, True, True]])
+_ZEROS = np.array([[1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0]])  # one zero, two, none
 _IDX = np.array([[0, 0, 3], [1, 2, 1], [3, 3, 3]])
 
 # (name, f(m, F, T, *inputs) for m = mg or torch, F its functional, T its tensor(), input shapes, positive inputs)
@@ -98,7 +100,8 @@ TORCH_TABLE = [
     ("exp log sqrt", lambda m, F, T, x: x.exp() + x.log() + x.sqrt(), ((2, 3),), True),
     ("tanh sigmoid", lambda m, F, T, x: x.tanh() * x.sigmoid(), ((2, 3),), False),
     ("rsqrt", lambda m, F, T, x: x.rsqrt(), ((2, 3),), True),
-    ("sin cos erf", lambda m, F, T, x: x.sin() * x.cos() + x.erf(), ((2, 3),), False),
+    ("sin cos erf erfc", lambda m, F, T, x: x.sin() * x.cos() + x.erf() * x.erfc(), ((2, 3),), False),
+    ("prod with a zero", lambda m, F, T, x: (x * T(_ZEROS)).prod(1), ((3, 4),), False),
     ("abs maximum minimum", lambda m, F, T, a, b: (m.maximum(a, b) * m.minimum(a, b) * a.abs()), ((3, 4), (4,)),
      False),
     ("where clamp masked_fill", lambda m, F, T, a, b: m.where(T(_MASK), a, b) * a.clamp(min=-0.5, max=0.7)
