@@ -21,14 +21,19 @@ from minigrad import (
     nn,
     onnx,
     optim,
-    second_order,  # noqa: F401  (registers the formulas create_graph=True runs)
+    second_order,  # noqa: F401  (deprecated: formula and sum_to, until 0.5)
     serialization,
     utils,
 )
+from minigrad import core as _core
+from minigrad import elementwise as _elementwise
+from minigrad import reductions as _reductions
+from minigrad import shapes as _shapes
 from minigrad.activations import dropout, log_softmax, relu, softmax
 from minigrad.algebra import cdist, diag, einsum, norm
 from minigrad.amp import autocast
 from minigrad.backend import Generator, cuda_available, device, manual_seed
+from minigrad.backend import Names as _Names
 from minigrad.creation import (
     arange,
     as_tensor,
@@ -83,6 +88,7 @@ from minigrad.elementwise import (
     div,
     equal,
     erf,
+    erfc,
     exp,
     isclose,
     log,
@@ -155,6 +161,7 @@ from minigrad.reductions import (
 )
 from minigrad.serialization import load, save
 from minigrad.shapes import (
+    broadcast_to,
     cat,
     chunk,
     concatenate,
@@ -167,6 +174,7 @@ from minigrad.shapes import (
     split,
     squeeze,
     stack,
+    swapaxes,
     t,
     transpose,
     tril,
@@ -187,6 +195,12 @@ from minigrad.sorting import (
 from minigrad.speed import compiled, fused, is_compiled_enabled, is_fused_enabled
 from minigrad.switches import inference_mode
 from minigrad.tensor import Function, Tensor, enable_grad, is_grad_enabled, is_tensor, no_grad, numel, set_grad_enabled
+
+# minigrad itself is the array namespace of backward formulas under create_graph=True (core.namespace), with NumPy's
+# names for what it spells another way: astype, permute_dims, added_at (the backward of x[index]) and
+# products_of_others (prod's)
+_core.use_graph_namespace(_Names(_sys.modules[__name__], astype=_elementwise.cast, permute_dims=_shapes.permute_dims,
+                                 added_at=_shapes.added_at, products_of_others=_reductions.products_of_others))
 
 # torch.optim.lr_scheduler: the schedulers, minigrad/lr_scheduler.py (which builds on optim.py), under that name too;
 # one module under two names, as minigrad.nn.functional is minigrad.functional
@@ -216,11 +230,13 @@ __all__ = [
     "arange", "as_tensor", "eye", "from_numpy", "full", "full_like", "ones", "ones_like", "randn", "tensor", "zeros",
     "zeros_like",
     # tensor math as torch.X (elementwise.py, reductions.py, shapes.py, matmul.py; softmax from activations.py)
-    "abs", "add", "clamp", "clip", "clone", "cos", "div", "erf", "exp", "log", "maximum", "minimum", "mul", "neg",
+    "abs", "add", "clamp", "clip", "clone", "cos", "div", "erf", "erfc", "exp", "log", "maximum", "minimum", "mul",
+    "neg",
     "pow", "rsqrt", "sigmoid", "sin", "sqrt", "sub", "tanh", "where",
     "all", "amax", "amin", "any", "argmax", "argmin", "cumsum", "logsumexp", "max", "mean", "min", "prod", "std", "sum",
     "var",
-    "cat", "chunk", "concatenate", "flatten", "flip", "gather", "permute", "reshape", "split", "squeeze", "stack", "t",
+    "broadcast_to", "cat", "chunk", "concatenate", "flatten", "flip", "gather", "permute", "reshape", "split",
+    "squeeze", "stack", "swapaxes", "t",
     "transpose", "tril", "triu", "unflatten", "unsqueeze",
     "matmul", "softmax", "log_softmax",
     # more of torch.X: comparisons (elementwise.py), random and empty tensors (creation.py), products (matmul.py)

@@ -1,57 +1,43 @@
 """Softmax, log_softmax and the activations (relu, leaky_relu, gelu, silu), and dropout: each one Function with
-a closed-form backward, written in place where a pass over memory is saved (speed: docs/performance.md).
-Shapes: N = all leading dimensions flattened.
+a closed-form backward, written once against xp (docs/backward.md). Their twins that compute in place, for speed,
+are in minigrad/twins.py.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
 
 from minigrad import backend
 from minigrad.arrays import (
     as_axis,
-    as_rows,
     dropout_scale,
-    in_blocks,
     numpy_aliases,
-    row_max,
-    row_sums,
     stable_sigmoid,
     stable_softmax,
 )
 from minigrad.dtypes import check_float, number_kind
-from minigrad.tensor import Function, Tensor
+from minigrad.tensor import Function, Primitive, Tensor, namespace
 
 # ---- softmax, log_softmax ----
 
-class SoftmaxFunction(Function):
+class SoftmaxFunction(Primitive):
     """y = exp(x - max) / sum(exp(x - max)) along the last axis;  dx = y * (dout - sum(dout * y))
 
-    Computed in place in y and dx, with the row maxima and sums of arrays.row_max and arrays.row_sums (speed: see
-    docs/performance.md); softmax() swaps another axis to the last and back."""
+    softmax() swaps another axis to the last and back. (mg.fused() and mg.compiled() run a twin that computes in
+    place: minigrad/twins.py.)"""
 
     def forward(self, x):
-        xp = backend.get_array_module(x)
-        x_rows = as_rows(x)  # (N, L)
-        shifted = xp.subtract(x_rows, row_max(x_rows))  # x - max: changes nothing, but exp() can no longer overflow
-        exps = xp.exp(shifted, out=shifted)  # exp(x - max), in shifted's memory
-        y = xp.divide(exps, row_sums(exps), out=exps)  # y = exp(x - max) / sum(exp(x - max)), in the exps' memory
-        self.y = y  # (N, L)
-        return y.reshape(x.shape)
+        y = stable_softmax(x, -1)
+        self.y = y
+        return y
 
     def backward(self, dout):
         # in the forward pass this was: y = exp(x) / sum(exp(x)), so dy_i/dx_j = y_i * (delta_ij - y_j)
-        xp = backend.get_array_module(dout)
-        dout_rows = as_rows(dout)  # (N, L)
-        dout_y = xp.multiply(dout_rows, self.y)  # dout * y
-        centred = xp.subtract(dout_rows, row_sums(dout_y), out=dout_y)  # dout - sum(dout * y), in dout_y's memory
-        dx = xp.multiply(centred, self.y, out=centred)  # dx = y * (dout - sum(dout * y)), in the same memory
-        return (dx.reshape(dout.shape),)
+        y = self.saved(self.y, "output")
+        return (y * (dout - (dout * y).sum(axis=-1, keepdims=True)),)
 
 
-class LogSoftmaxFunction(Function):
+class LogSoftmaxFunction(Primitive):
     """y = x - max - log(sum(exp(x - max))) along the last axis;  dx = dout - exp(y) * sum(dout)"""
 
     def forward(self, x):
@@ -60,8 +46,8 @@ class LogSoftmaxFunction(Function):
 
     def backward(self, dout):
         # in the forward pass this was: y = x - log(sum(exp(x))), so dy_i/dx_j = delta_ij - softmax(x)_j
-        xp = backend.get_array_module(dout)
-        return (dout - xp.exp(self.y) * dout.sum(axis=-1, keepdims=True),)
+        y = self.saved(self.y, "output")
+        return (dout - namespace(dout).exp(y) * dout.sum(axis=-1, keepdims=True),)
 
 
 @numpy_aliases
@@ -93,89 +79,48 @@ def _empty_or_scalar(fn: type[Function], x: Tensor) -> Tensor:
 # ---- activations ----
 
 _GELU_C, _GELU_K = math.sqrt(2 / math.pi), 0.044715
-
-
-class SlopeFunction(Function):
-    """An elementwise y = f(x) whose derivative dy/dx is computed in forward beside y and saved, so that backward is
-    one multiplication, dx = dout * dy/dx. A subclass names `block`, its formula in NumPy, which arrays.in_blocks
-    hands x to block by block while the block is in cache (speed: see docs/performance.md)."""
-
-    block: Callable[[Any, Any, Any], None]
-
-    def forward(self, x):
-        slope = bool(self.needs_input_grad)  # under no_grad (sampling) nothing needs dy/dx
-        y, self.slope = in_blocks(self.block, x, slope=slope)
-        self.x = x if slope else None  # not for backward: for its graph under create_graph=True (second_order.py)
-        return y
-
-    def backward(self, dout):
-        return (dout * self.slope,)
-
-
-def _gelu_tanh_block(x, y, slope) -> None:
-    xp = backend.get_array_module(x)
-    x_sq = xp.multiply(x, x)  # x^2
-    # u = c (x + k x^3), built in place as (ck x^2 + c) x
-    u = xp.multiply(x_sq, _GELU_K * _GELU_C)
-    u += _GELU_C
-    u *= x
-    # h = 0.5 (1 + tanh(u)), in u's memory
-    h = xp.tanh(u, out=u)
-    h *= 0.5
-    h += 0.5
-    xp.multiply(x, h, out=y)  # y = x h
-    if slope is not None:
-        two_du_dx = xp.multiply(x_sq, 6 * _GELU_K * _GELU_C, out=x_sq)  # 2 du/dx = 2c + 6ck x^2, in x^2's memory
-        two_du_dx += 2 * _GELU_C
-        # dy/dx = h + y (1 - h) (2c + 6ck x^2), built in place in slope
-        xp.subtract(1, h, out=slope)
-        slope *= y
-        slope *= two_du_dx
-        slope += h
-
-
-class GeluFunction(SlopeFunction):
-    """y = 0.5 x (1 + tanh(u)),  u = c (x + 0.044715 x^3),  c = sqrt(2 / pi)   (GPT-2's tanh form of GELU)
-
-    dx = dout * dy/dx,  with h = 0.5 (1 + tanh(u)), y = x h:  dy/dx = h + y (1 - h) (2c + 6 * 0.044715 c x^2)
-    (dh/dx = 0.5 (1 - tanh(u)^2) du/dx = 2 h (1 - h) c (1 + 3 * 0.044715 x^2)).
-    dy/dx is computed in forward, in place, in _gelu_tanh_block above, and saved instead of tanh(u): backward is
-    one multiplication (SlopeFunction; x is kept too, for create_graph=True's formula only).
-    """
-
-    block = staticmethod(_gelu_tanh_block)
-
-
 _SQRT_HALF = math.sqrt(0.5)
 _ONE_OVER_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 
-def _gelu_erf_block(x, y, slope) -> None:
-    xp = backend.get_array_module(x)
-    # Phi(x) = 0.5 (1 + erf(x / sqrt(2))) = 0.5 erfc(-x / sqrt(2)): no 1 + erf cancelling where Phi is tiny, and
-    # in float32 backend.erfc is one formula in place (speed: Cody's erf runs three in float64)
-    cdf = backend.erfc(x * -_SQRT_HALF)
-    cdf *= 0.5  # Phi(x)
-    xp.multiply(x, cdf, out=y)  # y = x Phi(x)
-    if slope is not None:
-        # phi(x) = exp(-x^2 / 2) / sqrt(2 pi), built in place in slope
-        pdf = xp.multiply(x, x, out=slope)
-        pdf *= -0.5
-        xp.exp(pdf, out=pdf)
-        pdf *= _ONE_OVER_SQRT_2PI
-        # dy/dx = Phi(x) + x phi(x), in slope, where phi(x) was
-        xp.multiply(pdf, x, out=slope)
-        slope += cdf
+class GeluFunction(Primitive):
+    """y = x h,  h = 0.5 (1 + tanh(u)),  u = c (x + 0.044715 x^3),  c = sqrt(2 / pi)   (GPT-2's tanh form of GELU)
+
+    dx = dout * dy/dx,  dy/dx = h + x h (1 - h) (2c + 6 * 0.044715 c x^2)
+    (dh/dx = 0.5 (1 - tanh(u)^2) du/dx = 2 h (1 - h) c (1 + 3 * 0.044715 x^2)). It saves x, as PyTorch's
+    gelu_backward takes it. (mg.fused() and mg.compiled() run a twin that computes dy/dx in forward, in place, and
+    saves it instead: minigrad/twins.py.)
+    """
+
+    def forward(self, x):
+        self.x = x
+        return 0.5 * x * (1 + backend.get_array_module(x).tanh(_GELU_C * (x + _GELU_K * x * x * x)))
+
+    def backward(self, dout):
+        # in the forward pass this was: y = x h,  h = 0.5 (1 + tanh(c (x + k x^3)))
+        xp, x = namespace(dout), self.saved(self.x, 0)
+        h = 0.5 * (1 + xp.tanh(_GELU_C * (x + _GELU_K * x * x * x)))
+        slope = h + x * h * (1 - h) * (2 * _GELU_C + 6 * _GELU_K * _GELU_C * x * x)
+        return (dout * slope,)
 
 
-class GeluErfFunction(SlopeFunction):
+class GeluErfFunction(Primitive):
     """y = x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), Phi the standard normal CDF   (the exact GELU)
 
     dx = dout * dy/dx,  dy/dx = Phi(x) + x phi(x),  phi(x) = exp(-x^2 / 2) / sqrt(2 pi), the normal density.
-    As the tanh form: dy/dx computed in forward (_gelu_erf_block above) and saved, backward one multiplication.
+    Phi(x) = 0.5 erfc(-x / sqrt(2)): no 1 + erf cancelling where Phi is tiny. It saves x; a twin saves dy/dx instead
+    (minigrad/twins.py).
     """
 
-    block = staticmethod(_gelu_erf_block)
+    def forward(self, x):
+        self.x = x
+        return x * (0.5 * backend.erfc(x * -_SQRT_HALF))
+
+    def backward(self, dout):
+        xp, x = namespace(dout), self.saved(self.x, 0)
+        cdf = 0.5 * xp.erfc(x * -_SQRT_HALF)  # Phi(x)
+        pdf = xp.exp(-0.5 * x * x) * _ONE_OVER_SQRT_2PI  # phi(x)
+        return (dout * (cdf + x * pdf),)
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
@@ -189,7 +134,7 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
-class ReluFunction(Function):
+class ReluFunction(Primitive):
     """y = max(x, 0);  dx = dout where x > 0, else 0"""
 
     def forward(self, x):
@@ -197,14 +142,14 @@ class ReluFunction(Function):
         return backend.get_array_module(x).maximum(x, x.dtype.type(0))  # not x * mask: relu(-inf) is 0, NaN stays
 
     def backward(self, dout):
-        return (backend.get_array_module(dout).where(self.positive, dout, 0),)
+        return (namespace(dout).where(self.positive, dout, 0),)
 
 
 def relu(x: Tensor) -> Tensor:
     return ReluFunction.apply(x)
 
 
-class LeakyReluFunction(Function):
+class LeakyReluFunction(Primitive):
     """y = x where x > 0, else negative_slope * x;  dx = dout where x > 0, else negative_slope * dout"""
 
     def forward(self, x, negative_slope):
@@ -213,7 +158,7 @@ class LeakyReluFunction(Function):
         return x * self.slope
 
     def backward(self, dout):
-        return (dout * self.slope,)
+        return (dout * self.saved(self.slope, None),)
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
@@ -221,7 +166,7 @@ def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
     return LeakyReluFunction.apply(x, negative_slope=negative_slope)
 
 
-class SiluFunction(Function):
+class SiluFunction(Primitive):
     """y = x s,  s = sigmoid(x)  (also called swish; LLaMA's SwiGLU gates with it);  dx = dout * s (1 + x (1 - s))"""
 
     def forward(self, x):
@@ -229,8 +174,9 @@ class SiluFunction(Function):
         return x * self.s
 
     def backward(self, dout):
-        s = self.s
-        return (dout * s * (1 + self.x * (1 - s)),)
+        x = self.saved(self.x, 0)
+        s = self.saved(self.s, lambda: x.sigmoid())  # sigmoid(x), in the graph under create_graph=True
+        return (dout * s * (1 + x * (1 - s)),)
 
 
 def silu(x: Tensor) -> Tensor:
@@ -240,7 +186,7 @@ def silu(x: Tensor) -> Tensor:
 
 # ---- dropout ----
 
-class DropoutFunction(Function):
+class DropoutFunction(Primitive):
     """y = x * keep / (1 - p), keep ~ Bernoulli(1 - p);  dx = dout * keep / (1 - p)"""
 
     def forward(self, x, p):
@@ -248,7 +194,7 @@ class DropoutFunction(Function):
         return x * self.scale
 
     def backward(self, dout):
-        return (dout * self.scale,)
+        return (dout * self.saved(self.scale, None),)
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:

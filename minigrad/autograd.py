@@ -1,13 +1,12 @@
 """torch.autograd around the core: grad() (gradients of chosen inputs, returned without touching any .grad), and what
 the core's sweep calls for them at its named points (core.contract): the capture of a chosen input's gradient, the
-inputs of backward(inputs=...), and under create_graph=True a node's backward in tensor ops (the formulas of
-minigrad/second_order.py); and torch.autograd's other names (Function, which also takes PyTorch's protocol:
+inputs of backward(inputs=...); and torch.autograd's other names (Function, which also takes PyTorch's protocol:
 minigrad/custom_function.py; the grad-mode switches, graph_order). The sweep itself is core.Sweep.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from minigrad import backend, core
@@ -17,10 +16,6 @@ from minigrad.hooks import run_hooks
 from minigrad.switches import enable_grad, no_grad, set_grad_enabled
 
 __all__ = ["Function", "enable_grad", "grad", "graph_order", "no_grad", "once_differentiable", "set_grad_enabled"]
-
-# A Function class -> its backward in tensor ops, formula(node, dout) -> one gradient per input, which
-# create_graph=True runs instead of node.backward; minigrad/second_order.py fills it (docs/backward.md)
-FORMULAS: dict[type[core.Function], Callable[..., Sequence[Any]]] = {}
 
 
 def capture(sweep: core.Sweep, edge: core.Function | core.Tensor, dout: Any) -> Any:
@@ -41,22 +36,6 @@ def kept(dout: Any) -> Any:
     """A gradient the sweep hands out: an array copied (what grad() returns is the caller's to write into), a tensor
     of the gradient's graph (create_graph=True) as it is."""
     return dout if isinstance(dout, core.Tensor) else dout.copy()
-
-
-def differentiable_backward(node: core.Function, dout: core.Tensor) -> Sequence[Any]:
-    """The sweep's point under create_graph=True: node's backward in tensor ops, recorded (its formula)."""
-    return formula_of(node)(node, dout)
-
-
-def formula_of(node: core.Function) -> Callable[..., Sequence[Any]]:
-    """The backward of node's class (or of the teaching Function a compiled one stands for) in tensor ops."""
-    for cls in type(node).__mro__:
-        formula = FORMULAS.get(cls)
-        if formula is not None:
-            return formula
-    raise NotImplementedError(f"{node.op}: create_graph=True needs a backward written in tensor ops, and "
-                              f"{type(node).__name__} has only its backward on arrays; register one with "
-                              "minigrad.second_order.formula (docs/backward.md, 'Backward is a graph too')")
 
 
 def tensor_list(op: str, what: str, value: Any) -> list[core.Tensor]:
@@ -128,5 +107,4 @@ def grad(outputs: core.Tensor | Sequence[core.Tensor], inputs: core.Tensor | Seq
 
 
 core.contract.capture = capture
-core.contract.differentiable_backward = differentiable_backward
 core.contract.chosen_inputs = chosen_inputs

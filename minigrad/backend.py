@@ -1,6 +1,7 @@
 """The one module that knows NumPy (device "cpu") and CuPy (device "cuda") apart: everything else asks
 `get_array_module(array)` for its inputs' array module, so one code path serves both. What the two spell
-differently lives here too: scatter_add, erf (CuPy has one, NumPy does not), the seeded generators.
+differently lives here too: scatter_add, erf (CuPy has one, NumPy does not), the seeded generators; and `namespace`,
+the names backward formulas compute with on arrays (the module's, with erf, erfc, added_at, ...).
 """
 
 from __future__ import annotations
@@ -145,6 +146,38 @@ def scatter_add(target: Array, indices: Any, values: Array) -> None:
         np.add.at(target, indices, values)
 
 
+def added_at(values: Array, index: tuple, shape: tuple[int, ...]) -> Array:
+    """Zeros of `shape` with `values` added at `index` (repeated places accumulating): the backward of x[index], out
+    of place. A basic index (ints, slices, None, Ellipsis) names each place at most once: values are assigned."""
+    target = get_array_module(values).zeros(shape, dtype=values.dtype)
+    if all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in index):
+        target[index] = values
+    else:
+        scatter_add(target, index, values)
+    return target
+
+
+def products_of_others(rows: Array) -> Array:
+    """(..., n) -> (..., n): at i, the product of the row's other values, prod_{j != i} x_j, as the product of those
+    before i times the product of those after it (two cumulative products): no division, so a zero (only its place
+    gets a nonzero product), two zeros (none does) and a product that overflows need no special case."""
+    xp = get_array_module(rows)
+    ones = xp.ones(rows.shape[:-1] + (1,), dtype=rows.dtype)
+    before = xp.cumprod(xp.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
+    after = xp.flip(xp.cumprod(xp.flip(xp.concatenate([rows[..., 1:], ones], axis=-1), -1), axis=-1), -1)
+    return before * after
+
+
+def permute_dims(x: Array, axes: tuple[int, ...]) -> Array:
+    """x with its axes in the order `axes` (NumPy 2's and the array API's name, for a CuPy without it)."""
+    return x.transpose(axes)
+
+
+def astype(x: Array, dtype: Any) -> Array:
+    """x as `dtype` (NumPy 2's and the array API's function, for a CuPy without it)."""
+    return x.astype(dtype)
+
+
 # ---- the error function ----
 
 # W. J. Cody's rational Chebyshev approximations, as in netlib's specfun CALERF ("Rational Chebyshev
@@ -282,3 +315,37 @@ class Generator:
 
     def initial_seed(self) -> int:
         return self.seed_value
+
+
+# ---- the names backward formulas compute with ----
+
+class Names:
+    """An array namespace: `module`'s names (each looked up once, then kept here), with `extras` beside or instead of
+    them. A backward formula's xp is one: NumPy's or CuPy's (namespace below), or minigrad's under create_graph."""
+
+    def __init__(self, module: Any, **extras: Any) -> None:
+        self.module = module
+        vars(self).update(extras)
+
+    def __getattr__(self, name: str) -> Any:  # a name not looked up yet: the module's, kept for the next time
+        value = getattr(self.module, name)
+        setattr(self, name, value)
+        return value
+
+
+_NAMESPACES: dict[Any, Names] = {}
+
+
+def namespace(array: Array) -> Names:
+    """The names a backward formula computes with on `array` (first order): its module's, NumPy's or CuPy's, with
+    what NumPy lacks or CuPy may lack under NumPy's names: erf, erfc, added_at, products_of_others, permute_dims,
+    astype."""
+    module = get_array_module(array)
+    names = _NAMESPACES.get(module)
+    if names is None:
+        extras = {"erf": erf, "erfc": erfc, "added_at": added_at, "products_of_others": products_of_others}
+        for name, function in (("permute_dims", permute_dims), ("astype", astype)):
+            if not hasattr(module, name):
+                extras[name] = function
+        names = _NAMESPACES[module] = Names(module, **extras)
+    return names

@@ -1,6 +1,7 @@
 """The compiled implementations that `with mg.compiled():` runs (the optional extra `pip install -e '.[compiled]'`):
-each is a subclass of a teaching Function whose forward or backward calls a kernel of minigrad/kernels.py on
-float32 CPU arrays, and the teaching code itself on anything else. IMPLEMENTATIONS is the table that
+each is a subclass of a teaching Function (or of its twin in minigrad/twins.py) whose forward or backward calls a
+kernel of minigrad/kernels.py on float32 CPU arrays, and the code it subclasses on anything else (tensors, under
+create_graph=True). IMPLEMENTATIONS is the table that
 core.Function.apply chooses from, `modes.implementations.get(cls, cls)`, while mg.compiled() is on (on that thread).
 The teaching Functions stay the definition: tests/test_kernels.py checks every kernel against them.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from minigrad import backend, kernels
-from minigrad.activations import GeluErfFunction, GeluFunction, SlopeFunction, SoftmaxFunction
+from minigrad.activations import GeluErfFunction, GeluFunction, SoftmaxFunction
 from minigrad.arrays import as_rows
 from minigrad.core import Function
 from minigrad.matmul import LinearFunction, MatMul
@@ -18,6 +19,7 @@ from minigrad.matmul import product as numpy_product
 from minigrad.normalization import LayerNormFunction
 from minigrad.sdpa import ScaledDotProductAttentionFunction
 from minigrad.shapes import EmbeddingFunction
+from minigrad.twins import FastAttention, FastGelu, FastGeluErf, FastLayerNorm, FastSoftmax, SlopeFunction
 
 
 def product(a: Any, b: Any) -> Any:
@@ -43,7 +45,6 @@ class CompiledSlope(SlopeFunction):
         if not kernels.takes(x):
             return super().forward(x)
         y, self.slope = getattr(kernels, self.kernel)(x, slope=bool(self.needs_input_grad))
-        self.x = x if self.needs_input_grad else None  # for create_graph=True, as SlopeFunction's
         return y
 
     def backward(self, dout):
@@ -52,27 +53,27 @@ class CompiledSlope(SlopeFunction):
         return super().backward(dout)
 
 
-class CompiledGelu(CompiledSlope, GeluFunction):
+class CompiledGelu(CompiledSlope, FastGelu):
     kernel = "gelu_tanh"
 
 
-class CompiledGeluErf(CompiledSlope, GeluErfFunction):
+class CompiledGeluErf(CompiledSlope, FastGeluErf):
     kernel = "gelu_erf"
 
 
-class CompiledSoftmax(SoftmaxFunction):
+class CompiledSoftmax(FastSoftmax):
     """Softmax's backward row by row, in one pass."""
 
     def backward(self, dout):
-        dout_rows = as_rows(dout)
-        if kernels.takes(dout_rows) and kernels.takes(self.y):
-            dx = kernels.softmax_backward(dout_rows, self.y,
+        dout_rows, y = as_rows(dout), as_rows(self.y)
+        if kernels.takes(dout_rows) and kernels.takes(y):
+            dx = kernels.softmax_backward(dout_rows, y,
                                           out=backend.get_array_module(dout_rows).empty_like(dout_rows))
             return (dx.reshape(dout.shape),)
         return super().backward(dout)
 
 
-class CompiledLayerNorm(LayerNormFunction):
+class CompiledLayerNorm(FastLayerNorm):
     """Layer norm's forward and backward row by row, each row in one pass."""
 
     def forward(self, x, *affine, eps):
@@ -94,7 +95,7 @@ class CompiledLayerNorm(LayerNormFunction):
         return (dx,) if self.w is None else (dx, dw, db)[: len(self.needs_input_grad)]
 
 
-class CompiledAttention(ScaledDotProductAttentionFunction):
+class CompiledAttention(FastAttention):
     """Attention's weights row by row, each row's steps in one pass; softmax's backward likewise; the products on the
     kernels' threads."""
 
@@ -109,17 +110,21 @@ class CompiledAttention(ScaledDotProductAttentionFunction):
     def softmax_backward(dp, p):
         if kernels.takes(dp) and kernels.takes(p):
             return kernels.softmax_backward(as_rows(dp), as_rows(p), out=as_rows(dp)).reshape(dp.shape)
-        return ScaledDotProductAttentionFunction.softmax_backward(dp, p)
+        return FastAttention.softmax_backward(dp, p)
 
 
 class CompiledEmbedding(EmbeddingFunction):
     """The embedding's backward adds the rows in place, one by one, where scatter_add sorts them first."""
 
-    @staticmethod
-    def add_rows(target, indices, rows):
-        if kernels.takes(rows):
-            return kernels.add_rows(target, indices, rows)
-        return EmbeddingFunction.add_rows(target, indices, rows)
+    def backward(self, dout):
+        rows = as_rows(dout) if kernels.takes(dout) else None  # (N, C): one row of dout per index
+        if rows is None or rows.shape[0] != self.indices.size:
+            return super().backward(dout)
+        dw = backend.get_array_module(rows).zeros(self.w_shape, dtype=rows.dtype)
+        kernels.add_rows(dw, self.indices.reshape(-1), rows)
+        if self.padding_idx is not None:
+            dw[self.padding_idx] = 0  # the padding row: as if it were a constant
+        return (dw,)
 
 
 IMPLEMENTATIONS: dict[type[Function], type[Function]] = {

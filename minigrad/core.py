@@ -5,8 +5,8 @@ only the array layer below it (backend, dtypes, arrays). docs/backward.md walks 
 
 What PyTorch's contract adds is called from here at named points, never layered over it (docs/layout.md has the
 table). Functions of the table `contract` (at the end), each provided at import by the module that implements it:
-in the sweep an edge's hooks (hooks.py), a chosen input's capture and create_graph's differentiable backward
-(autograd.py), a node's version check and the count of a write into .grad (versions.py); in Tensor its grad_fn and
+in the sweep an edge's hooks (hooks.py), a chosen input's capture (autograd.py), a node's version check, the count
+of a write into .grad and the version of a saved tensor under create_graph (versions.py); in Tensor its grad_fn and
 a shared version (versions.py) and backward(inputs=...) (autograd.py). And methods a subclass defines, the only
 ones of Function, Tensor and Sweep defined again anywhere (tests/test_layout.py checks it): a Function's `forward`
 and `backward`, `arrays_of` and `made` (versions.py), `apply` and `__init_subclass__` (PyTorch's protocol,
@@ -39,6 +39,7 @@ class Modes(threading.local):
         self.grad = True  # grad mode: whether Function.apply records nodes for backward
         self.implementations: dict[type[Function], type[Function]] = {}  # teaching Function -> the one that runs
         self.hook: Callable[[Function, str, Callable[[], Any]], Any] | None = None  # around every forward, backward
+        self.graph = False  # inside a node's backward under create_graph=True: its formula computes on tensors
 
 
 modes = Modes()
@@ -188,6 +189,25 @@ def make_tensors_as(cls: type[Tensor]) -> None:
     TENSOR = cls
 
 
+# ---- the names a backward formula computes with ----
+
+# minigrad itself, as the array namespace of formulas under create_graph=True (it speaks NumPy's names): named here
+# once by minigrad/__init__.py, with use_graph_namespace(), as the op modules cannot import the package above them
+GRAPH_NAMESPACE: Any = None
+
+
+def use_graph_namespace(namespace: Any) -> None:
+    global GRAPH_NAMESPACE
+    GRAPH_NAMESPACE = namespace
+
+
+def namespace(dout: Any) -> Any:
+    """xp, what a backward formula computes with: NumPy's (or CuPy's) names for an array dout (first order: plain
+    arrays, nothing recorded), minigrad's for a tensor dout (create_graph=True: each step a recorded op), so that
+    one formula gives both."""
+    return GRAPH_NAMESPACE if isinstance(dout, Tensor) else backend.namespace(dout)
+
+
 # ---- Function: one primitive, one graph node ----
 
 class Function:
@@ -205,6 +225,8 @@ class Function:
     mg_n_outputs: int | None = None  # how many arrays forward returned in a tuple (split); None: one array
     mg_freed = False  # True once release() dropped what backward needs: a second backward is refused
     mg_backward_hooks: tuple[Callable[..., Any], ...] = ()  # the hooks of the tensor it computed (hooks.py)
+    graph_backward = False  # True: backward is written once against xp and self.saved, so that create_graph=True
+    # runs it on tensors (minigrad's own Functions); False: a backward on arrays, refused under create_graph=True
     op = "function"  # the name in error messages, once per subclass: LinearFunction -> "linear"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -259,9 +281,11 @@ class Function:
         return arrays
 
     def call(self, phase: str, *args: Any, **options: Any) -> Any:
-        """self.forward(...) or self.backward(...) inside mg.intercept's hook (an extension point: a profiler's)."""
+        """self.forward(...) or self.backward(...) inside mg.intercept's hook (an extension point: a profiler's). A
+        forward run by a backward's formula under create_graph=True is told to the hook as "forward in backward"."""
         run = getattr(self, phase)
-        return modes.hook(self, phase, lambda: run(*args, **options))
+        told = "forward in backward" if modes.graph and phase == "forward" else phase
+        return modes.hook(self, told, lambda: run(*args, **options))
 
     def made(self, inputs: Sequence[Tensor], results: Sequence[Tensor], options: dict[str, Any]) -> None:
         """Called once forward has run and the node is recorded (an extension point: versions, views)."""
@@ -274,17 +298,58 @@ class Function:
         raise NotImplementedError(f"{type(self).__name__} does not define backward(self, dout), which returns one "
                                   "gradient per input (docs/backward.md, 'Writing your own Function')")
 
+    def saved(self, array: Any, source: int | str | Callable[[], Tensor] | None) -> Any:
+        """What forward kept, as backward computes with it: the array itself in first order; under create_graph=True
+        the tensor of the graph it stands for, so that the gradient's own graph reaches back through it. source: i
+        for the node's input i (the leaf itself, or a tensor computed by that input's node), "output" for the
+        node's own output, None for a constant, or a method that makes the tensor of a quantity forward derived on
+        the way (layer norm's xhat: a node of its own, see derived)."""
+        if not modes.graph:
+            return array
+        if callable(source):
+            return source()
+        if source == "output":
+            return self.graph_tensor(array.reshape(self.mg_shape), self, len(self.mg_parents))
+        parent = None if source is None else self.mg_parents[source]
+        if isinstance(parent, Tensor):
+            return parent
+        return TENSOR.wrap(array) if parent is None else self.graph_tensor(array, parent, source)
+
+    def graph_tensor(self, array: Any, node: Function, index: int) -> Tensor:
+        """array as a tensor computed by `node`, which is this node's input `index` (or, past the inputs, its
+        output), counting its writes where that tensor counts them."""
+        t = TENSOR.wrap(array, True)
+        t._grad_fn = node
+        contract.saved_version(t, self, index)  # point: the version counter this node noted for it (versions.py)
+        return t
+
     def release(self) -> None:
-        """Drop the arrays kept for backward once it has used them: a second backward() is refused. The edges stay
-        (a picture can still walk the graph, as PyTorch's grad_fn.next_functions stays). A node that kept no array
-        (add, reshape: shapes only) stays whole and may run again, as in PyTorch."""
+        """Drop the arrays kept for backward once it has used them (and any tensor, for a user's Function): a second
+        backward() is refused. The edges stay (a picture can still walk the graph, as PyTorch's
+        grad_fn.next_functions stays). A node that kept no array (add, reshape: shapes only) stays whole and may run
+        again, as in PyTorch."""
         arrays = backend.ARRAY_TYPES
-        kept = [key for key, value in vars(self).items()  # an array, or a tuple or list holding one
-                if type(value) in arrays or type(value) in (tuple, list) and not arrays.isdisjoint(map(type, value))]
+        kept = [key for key, value in vars(self).items()  # an array or a tensor, or a tuple or list holding an array
+                if type(value) in arrays or isinstance(value, Tensor)
+                or type(value) in (tuple, list) and not arrays.isdisjoint(map(type, value))]
         for key in kept:
             del self.__dict__[key]
         if kept:
             self.mg_freed = True
+
+
+def derived(cls: type[Function], parents: Sequence[Function | Tensor | None], output: Any, **saved: Any) -> Tensor:
+    """`output`, an array a node derived on the way (layer norm's xhat, attention's weights), as the tensor of a node
+    of `cls` made here, with these edges and saved attributes, whose backward takes the gradient on from it: what
+    Function.saved gives for it under create_graph=True. Nothing is computed again."""
+    node = cls()
+    node.mg_parents, node.needs_input_grad = tuple(parents), tuple(p is not None for p in parents)
+    node.mg_shape, node.mg_dtype = output.shape, output.dtype
+    vars(node).update(saved)
+    t = TENSOR.wrap(output, any(node.needs_input_grad))
+    if t.requires_grad:
+        t._grad_fn = node
+    return t
 
 
 class Output(Function):
@@ -409,10 +474,16 @@ class Sweep:
     def input_grads(self, node: Function, dout: Any) -> Sequence[Any]:
         """node.backward(dout), checked: one gradient per input, each of its input's shape and dtype."""
         contract.check_versions(node)  # point: nothing it kept was written in place since (versions.py)
-        if self.create_graph:
-            dxs = contract.differentiable_backward(node, dout)  # point: its backward as recorded ops (autograd.py)
-        else:
+        if self.create_graph and not type(node).graph_backward:  # the class's: a ctx's attributes are its user's
+            raise NotImplementedError(
+                f"create_graph=True: {type(node).__name__}.backward computes on arrays, so its gradient cannot be "
+                "differentiated; write it against xp and self.saved and set graph_backward = True (docs/backward.md, "
+                "'Backward is a graph too')")
+        graph, modes.graph = modes.graph, self.create_graph  # under create_graph the one formula runs on tensors
+        try:
             dxs = node.backward(dout) if modes.hook is None else node.call("backward", dout)
+        finally:
+            modes.graph = graph
         return checked_grads(node, dxs)
 
     def add(self, edge: Function | Tensor, dx: Any) -> None:
@@ -487,16 +558,16 @@ class Contract:
     provided once, at its import, by the module that implements it (`core.contract.run_hooks = run_hooks` in
     hooks.py). The plain versions below let the core run alone: no hooks, no versions."""
 
-    __slots__ = ("capture", "check_versions", "chosen_inputs", "count_write", "differentiable_backward", "node_of",
-                 "run_hooks", "share_version")
+    __slots__ = ("capture", "check_versions", "chosen_inputs", "count_write", "node_of", "run_hooks", "saved_version",
+                 "share_version")
 
     def __init__(self) -> None:
         self.run_hooks = unchanged  # hooks.py: (edge, dout) -> dout after the edge's hooks
         self.capture = not_provided("grad()")  # autograd.py: (sweep, edge, dout) -> dout to go on with, or None
         self.check_versions = nothing  # versions.py: (node), which refuses one whose saved arrays were written since
         self.count_write = nothing  # versions.py: (t), a write into t's memory counted, so what saved t refuses
-        self.differentiable_backward = not_provided("create_graph=True")  # autograd.py: (node, dout) -> tensors
         self.node_of = attrgetter("_grad_fn")  # versions.py: (t) -> t.grad_fn, a stale view's made again first
+        self.saved_version = nothing  # versions.py: (t, node, i), t counts its writes where node's input i (or output)
         self.share_version = nothing  # versions.py: (leaf, source), made on source's memory: one version counter
         self.chosen_inputs = not_provided("backward(inputs=...)")  # autograd.py: (inputs) -> {id(edge): tensor}
 

@@ -85,17 +85,28 @@ class Custom(versions.Function):
         super().made(inputs, results, options)
         versions.views_of_inputs(self.mg_fn.__name__, inputs, results)  # forward may return a view of its input
 
+    graph_backward = True  # fn.backward computes on tensors: under create_graph=True, on those of the graph
+
     def backward(self, dout: Any) -> tuple[Any, ...]:
+        """fn.backward(ctx, *douts), as PyTorch runs it: on tensors outside the graph in first order (the arrays
+        wrapped), on tensors of the graph under create_graph=True, with ctx.saved_tensors the inputs and the output
+        it saved back in the graph (self.saved), so that its gradients can be differentiated in turn."""
+        graph = core.modes.graph
+        if graph and self.mg_n_outputs is not None and "output" in self.mg_saved_as:
+            raise NotImplementedError(f"create_graph=True: {self.mg_fn.__name__} saved one of its several outputs, "
+                                      "which cannot be brought back into the graph here; save its inputs instead")
         douts = list(dout) if self.mg_n_outputs is not None else [dout]
-        grads = self.run_backward([None if d is None else core.TENSOR.wrap(d) for d in douts],
-                                  [None if a is None else core.TENSOR.wrap(a) for a in self.mg_saved])
-        return tuple(None if g is None else g.array for g in grads)
+        saved = [None if a is None else core.Function.saved(self, a, where)  # the class's: ctx.saved may be the user's
+                 for a, where in zip(self.mg_saved, self.mg_saved_as, strict=True)]
+        if not graph:  # arrays, as tensors outside the graph
+            douts = [None if d is None else core.TENSOR.wrap(d) for d in douts]
+            saved = [None if a is None else core.TENSOR.wrap(a) for a in saved]
+        grads = self.run_backward(douts, saved, in_graph=graph)
+        return tuple(g if graph or g is None else g.array for g in grads)
 
     def run_backward(self, douts: list[core.Tensor | None], saved: list[core.Tensor | None],
                      in_graph: bool = False) -> list[core.Tensor | None]:
-        """fn.backward(ctx, *douts) with ctx.saved_tensors = saved: one gradient per tensor input, checked. backward
-        above runs it on arrays wrapped as tensors; with create_graph=True (in_graph), minigrad/second_order.py runs
-        it on tensors of the graph, so that its gradients can be differentiated in turn."""
+        """fn.backward(ctx, *douts) with ctx.saved_tensors = saved: one gradient per tensor input, checked."""
         name = self.mg_fn.__name__
         if in_graph and getattr(self.mg_fn.backward, "once_differentiable", False):
             raise RuntimeError(f"create_graph=True: {name}.backward is marked @once_differentiable, so its gradients "

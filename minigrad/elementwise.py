@@ -11,11 +11,11 @@ from typing import Any
 from minigrad import backend
 from minigrad.arrays import as_array, broadcasts_to, index_array, stable_sigmoid, unbroadcast
 from minigrad.dtypes import as_float, check_same_device_and_dtype, number_kind
-from minigrad.tensor import Function, Tensor, operands, saves_index
+from minigrad.tensor import Primitive, Tensor, namespace, operands, saves_index
 
 # ---- elementwise: binary (broadcasting like NumPy) ----
 
-class Add(Function):
+class Add(Primitive):
     """z = a + b;  da = dout,  db = dout  (each summed back over the axes it was broadcast along)"""
 
     def forward(self, a, b):
@@ -26,7 +26,7 @@ class Add(Function):
         return unbroadcast(dout, self.a_shape), unbroadcast(dout, self.b_shape)
 
 
-class Sub(Function):
+class Sub(Primitive):
     """z = a - b;  da = dout,  db = -dout"""
 
     def forward(self, a, b):
@@ -34,11 +34,12 @@ class Sub(Function):
         return a - b
 
     def backward(self, dout):
+        da = unbroadcast(dout, self.a_shape)
         db = unbroadcast(-dout, self.b_shape) if self.needs_input_grad[1] else None
-        return unbroadcast(dout, self.a_shape), db
+        return da, db
 
 
-class Mul(Function):
+class Mul(Primitive):
     """z = a * b;  da = dout * b,  db = dout * a"""
 
     def forward(self, a, b):
@@ -49,12 +50,13 @@ class Mul(Function):
         return a * b
 
     def backward(self, dout):
-        da, db = self.needs_input_grad
-        return (unbroadcast(dout * self.b, self.a_shape) if da else None,
-                unbroadcast(dout * self.a, self.b_shape) if db else None)
+        need_a, need_b = self.needs_input_grad
+        da = unbroadcast(dout * self.saved(self.b, 1), self.a_shape) if need_a else None
+        db = unbroadcast(dout * self.saved(self.a, 0), self.b_shape) if need_b else None
+        return da, db
 
 
-class Div(Function):
+class Div(Primitive):
     """z = a / b;  da = dout / b,  db = -dout * a / b**2 = -dout * z / b"""
 
     def forward(self, a, b):
@@ -64,12 +66,12 @@ class Div(Function):
         return z
 
     def backward(self, dout):
-        da = dout / self.b
-        db = unbroadcast(-da * self.z, self.b.shape) if self.needs_input_grad[1] else None
+        da = dout / self.saved(self.b, 1)
+        db = unbroadcast(-da * self.saved(self.z, "output"), self.b.shape) if self.needs_input_grad[1] else None
         return unbroadcast(da, self.a_shape), db
 
 
-class Pow(Function):
+class Pow(Primitive):
     """z = a ** b;  da = dout * b * a**(b - 1),  db = dout * z * log(a)
 
     At a = 0 the formulas meet 0 * inf. As in PyTorch: where b = 0, da = 0 (a**0 is constant), and
@@ -83,14 +85,15 @@ class Pow(Function):
         return z
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
-        a, b = self.a, self.b
+        xp = namespace(dout)
+        a, b = self.saved(self.a, 0), self.saved(self.b, 1)
         need_a, need_b = self.needs_input_grad
         da = db = None
         if need_a:  # where b = 0, a**(b - 1) is replaced by 1**(b - 1), so b * ... = 0 even at a = 0
-            da = unbroadcast(dout * b * xp.where(b == 0, 1, a) ** (b - 1), a.shape)
+            da = unbroadcast(dout * b * xp.where(self.b == 0, 1, a) ** (b - 1), self.a.shape)
         if need_b:  # where a = 0 and b >= 0, log(a) is replaced by log(1) = 0
-            db = unbroadcast(dout * self.z * xp.log(xp.where((a == 0) & (b >= 0), 1, a)), b.shape)
+            log_a = xp.log(xp.where((self.a == 0) & (self.b >= 0), 1, a))
+            db = unbroadcast(dout * self.saved(self.z, "output") * log_a, self.b.shape)
         return da, db
 
 
@@ -144,7 +147,7 @@ def equal(a: Tensor, b: Tensor) -> bool:
 
 # ---- elementwise: unary ----
 
-class Neg(Function):
+class Neg(Primitive):
     """y = -x;  dx = -dout"""
 
     def forward(self, x):
@@ -154,7 +157,7 @@ class Neg(Function):
         return (-dout,)
 
 
-class Exp(Function):
+class Exp(Primitive):
     """y = exp(x);  dx = dout * y"""
 
     def forward(self, x):
@@ -162,10 +165,10 @@ class Exp(Function):
         return self.y
 
     def backward(self, dout):
-        return (dout * self.y,)
+        return (dout * self.saved(self.y, "output"),)
 
 
-class Log(Function):
+class Log(Primitive):
     """y = log(x);  dx = dout / x"""
 
     def forward(self, x):
@@ -173,10 +176,10 @@ class Log(Function):
         return backend.get_array_module(x).log(x)
 
     def backward(self, dout):
-        return (dout / self.x,)
+        return (dout / self.saved(self.x, 0),)
 
 
-class Sqrt(Function):
+class Sqrt(Primitive):
     """y = sqrt(x);  dx = dout / (2 y)"""
 
     def forward(self, x):
@@ -184,10 +187,10 @@ class Sqrt(Function):
         return self.y
 
     def backward(self, dout):
-        return (dout / (2 * self.y),)
+        return (dout / (2 * self.saved(self.y, "output")),)
 
 
-class Tanh(Function):
+class Tanh(Primitive):
     """y = tanh(x);  dx = dout * (1 - y**2)"""
 
     def forward(self, x):
@@ -195,10 +198,11 @@ class Tanh(Function):
         return self.y
 
     def backward(self, dout):
-        return (dout * (1 - self.y * self.y),)
+        y = self.saved(self.y, "output")
+        return (dout * (1 - y * y),)
 
 
-class Clone(Function):
+class Clone(Primitive):
     """y = a copy of x in new memory (Tensor.clone);  dx = dout"""
 
     def forward(self, x):
@@ -208,7 +212,7 @@ class Clone(Function):
         return (dout,)
 
 
-class Cast(Function):
+class Cast(Primitive):
     """y = x as another dtype (Tensor.to);  dx = dout as x's dtype"""
 
     def forward(self, x, dtype):
@@ -216,7 +220,7 @@ class Cast(Function):
         return x.astype(dtype)
 
     def backward(self, dout):
-        return (dout.astype(self.x_dtype),)
+        return (namespace(dout).astype(dout, self.x_dtype),)
 
 
 def neg(x: Tensor) -> Tensor: return Neg.apply(x)
@@ -230,7 +234,7 @@ def clone(x: Tensor) -> Tensor: return Clone.apply(x)
 
 # ---- more elementwise math: sigmoid, abs, rsqrt, sin, cos, erf, maximum, minimum, where, clamp ----
 
-class Sigmoid(Function):
+class Sigmoid(Primitive):
     """y = 1 / (1 + exp(-x));  dx = dout * y * (1 - y)"""
 
     def forward(self, x):
@@ -238,21 +242,23 @@ class Sigmoid(Function):
         return self.y
 
     def backward(self, dout):
-        return (dout * self.y * (1 - self.y),)
+        y = self.saved(self.y, "output")
+        return (dout * y * (1 - y),)
 
 
-class Abs(Function):
+class Abs(Primitive):
     """y = |x|;  dx = dout * sign(x)  (0 at x = 0, as PyTorch)"""
 
     def forward(self, x):
-        self.x = x
-        return backend.get_array_module(x).abs(x)
+        xp = backend.get_array_module(x)
+        self.sign = xp.sign(x) if self.needs_input_grad else None  # constant where it has a derivative
+        return xp.abs(x)
 
     def backward(self, dout):
-        return (dout * backend.get_array_module(dout).sign(self.x),)
+        return (dout * self.saved(self.sign, None),)
 
 
-class Rsqrt(Function):
+class Rsqrt(Primitive):
     """y = 1 / sqrt(x);  dx = -dout * y**3 / 2"""
 
     def forward(self, x):
@@ -261,10 +267,11 @@ class Rsqrt(Function):
         return self.y
 
     def backward(self, dout):
-        return (dout * self.y**3 * -0.5,)
+        y = self.saved(self.y, "output")
+        return (dout * y * y * y * -0.5,)
 
 
-class Sin(Function):
+class Sin(Primitive):
     """y = sin(x);  dx = dout * cos(x)"""
 
     def forward(self, x):
@@ -272,10 +279,10 @@ class Sin(Function):
         return backend.get_array_module(x).sin(x)
 
     def backward(self, dout):
-        return (dout * backend.get_array_module(dout).cos(self.x),)
+        return (dout * namespace(dout).cos(self.saved(self.x, 0)),)
 
 
-class Cos(Function):
+class Cos(Primitive):
     """y = cos(x);  dx = -dout * sin(x)"""
 
     def forward(self, x):
@@ -283,13 +290,13 @@ class Cos(Function):
         return backend.get_array_module(x).cos(x)
 
     def backward(self, dout):
-        return (-dout * backend.get_array_module(dout).sin(self.x),)
+        return (-dout * namespace(dout).sin(self.saved(self.x, 0)),)
 
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
 
-class Erf(Function):
+class Erf(Primitive):
     """y = erf(x) = 2/sqrt(pi) * integral of exp(-t^2) from 0 to x;  dx = dout * 2/sqrt(pi) * exp(-x^2)
 
     The values come from backend.erf (NumPy has no erf; see there how it is computed)."""
@@ -299,7 +306,22 @@ class Erf(Function):
         return backend.erf(x)
 
     def backward(self, dout):
-        return (dout * _TWO_OVER_SQRT_PI * backend.get_array_module(dout).exp(-self.x * self.x),)
+        x = self.saved(self.x, 0)
+        return (dout * _TWO_OVER_SQRT_PI * namespace(dout).exp(-x * x),)
+
+
+class Erfc(Primitive):
+    """y = erfc(x) = 1 - erf(x), without the cancellation where erf(x) nears 1;  dx = -dout * 2/sqrt(pi) * exp(-x^2)
+
+    The values come from backend.erfc (the exact GELU's Phi(x) is 0.5 erfc(-x / sqrt(2)))."""
+
+    def forward(self, x):
+        self.x = x
+        return backend.erfc(x)
+
+    def backward(self, dout):
+        x = self.saved(self.x, 0)
+        return (-dout * _TWO_OVER_SQRT_PI * namespace(dout).exp(-x * x),)
 
 
 def sigmoid(x: Tensor) -> Tensor: return Sigmoid.apply(as_float(x))
@@ -308,9 +330,10 @@ def rsqrt(x: Tensor) -> Tensor: return Rsqrt.apply(as_float(x))
 def sin(x: Tensor) -> Tensor: return Sin.apply(as_float(x))
 def cos(x: Tensor) -> Tensor: return Cos.apply(as_float(x))
 def erf(x: Tensor) -> Tensor: return Erf.apply(as_float(x))
+def erfc(x: Tensor) -> Tensor: return Erfc.apply(as_float(x))
 
 
-class Maximum(Function):
+class Maximum(Primitive):
     """z = maximum(a, b);  da = dout where a > b, db = dout where b > a; where a == b each gets dout / 2. As in
     PyTorch, selected, not multiplied by a mask: where a or b is NaN (z is NaN) both get dout."""
 
@@ -321,8 +344,8 @@ class Maximum(Function):
         return getattr(backend.get_array_module(a), self.pick)(a, b)
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
-        a, b = self.a, self.b
+        xp = namespace(dout)
+        a, b = self.a, self.b  # for the masks only: constants where z has a derivative
         shared = xp.where(a == b, dout * 0.5, dout)
         a_loses, b_loses = (a < b, a > b) if self.pick == "maximum" else (a > b, a < b)
         return (unbroadcast(xp.where(a_loses, 0, shared), a.shape),
@@ -336,7 +359,7 @@ class Minimum(Maximum):
     pick = "minimum"
 
 
-class Where(Function):
+class Where(Primitive):
     """z = a where cond else b;  da = dout where cond else 0,  db = dout where not cond else 0"""
 
     def forward(self, a, b, cond):
@@ -344,14 +367,14 @@ class Where(Function):
         return backend.get_array_module(a).where(cond, a, b)
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
+        xp = namespace(dout)
         need_a, need_b = self.needs_input_grad
         da = unbroadcast(xp.where(self.cond, dout, 0), self.a_shape) if need_a else None
         db = unbroadcast(xp.where(self.cond, 0, dout), self.b_shape) if need_b else None
         return da, db
 
 
-class Clamp(Function):
+class Clamp(Primitive):
     """y = min(max(x, low), high);  dx = dout where low <= x <= high, else 0 (the bounds let it through, as
     PyTorch). A bound of None is no bound; the bounds are numbers and get no gradient."""
 
@@ -361,7 +384,7 @@ class Clamp(Function):
         return xp.clip(x, low, high)
 
     def backward(self, dout):
-        return (backend.get_array_module(dout).where(self.inside, dout, 0),)  # selected: an inf dout gives no NaN
+        return (namespace(dout).where(self.inside, dout, 0),)  # selected: an inf dout gives no NaN
 
 
 def maximum(a: Any, b: Any) -> Tensor: return Maximum.apply(*operands("maximum", a, b))
@@ -410,20 +433,15 @@ def filled(x: Tensor, value: Any) -> Tensor:
     return where(True, value, x)
 
 
-class MaskedFillFunction(Function):
+class MaskedFillFunction(Primitive):
     """y = where(mask, value, x);  dx = where(mask, 0, dout): masked positions get no gradient"""
 
     def forward(self, x, mask, value):
-        xp = backend.get_array_module(x)
         self.mask = mask
-        y = x.copy()
-        xp.copyto(y, value, where=mask)  # speed: where() is slower with a broadcast mask
-        return y
+        return backend.get_array_module(x).where(mask, value, x)
 
     def backward(self, dout):
-        dx = dout.copy()
-        backend.get_array_module(dout).copyto(dx, 0, where=self.mask)  # speed: as in forward, not where()
-        return (dx,)
+        return (namespace(dout).where(self.mask, 0, dout),)
 
 
 def masked_fill(x: Tensor, mask: Any, value: float) -> Tensor:

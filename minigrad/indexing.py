@@ -11,7 +11,7 @@ from typing import Any
 
 from minigrad import backend
 from minigrad.arrays import as_axis, index_array, indices_in_range
-from minigrad.tensor import Function, Tensor, saves_index
+from minigrad.tensor import Primitive, Tensor, saves_index
 
 # ---- where an index tensor points along a dim ----
 
@@ -62,7 +62,7 @@ def _written(x: Tensor, index: Any, value: Any) -> Tensor:
 
 # ---- scatter: writes and additions (AddAt) at those places ----
 
-class AddAt(Function):
+class AddAt(Primitive):
     """y = x with v added at index (repeated places accumulate);  dx = dout,  dv = dout[index]"""
 
     def forward(self, x, v, index):

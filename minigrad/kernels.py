@@ -6,8 +6,8 @@ GELU's erf is about thirty), a kernel makes one, its loop spread over the cores 
 products run on the same threads (`product`, at the end): NumPy's BLAS, whose own threads would spin on the cores
 the kernels want, runs on one thread inside mg.compiled() (docs/performance.md, which also measures what each
 kernel buys). The Functions that call them are minigrad/compiled_functions.py's, subclasses of the teaching
-Functions that core.Function.apply runs instead under mg.compiled(); the NumPy code of each teaching Function stays
-the definition, and tests/test_kernels.py checks every kernel against it.
+Functions (or of their in-place twins, minigrad/twins.py) that core.Function.apply runs instead under mg.compiled();
+the NumPy code they compile stays the definition, and tests/test_kernels.py checks every kernel against it.
 
 Numba's own exp is the C library's, one element at a time; `exp32` below is Cephes' expf in plain arithmetic,
 which the compiler turns into vector instructions, 8 or 16 elements at a time.
@@ -120,7 +120,7 @@ def exp32(x):
     return x if x != x else y
 
 
-# ---- GELU: y and dy/dx in one pass (activations.py's _gelu_erf_block and _gelu_tanh_block) ----
+# ---- GELU: y and dy/dx in one pass (twins.py's _gelu_erf_block and _gelu_tanh_block) ----
 
 _ERFC_P = tuple(F(c) for c in backend.ERFC_CHEBYSHEV)
 _SQRT_HALF, _ONE_OVER_SQRT_2PI = F(math.sqrt(0.5)), F(1 / math.sqrt(2 * math.pi))
@@ -128,12 +128,12 @@ _GELU_C, _GELU_K = F(math.sqrt(2 / math.pi)), F(0.044715)
 
 
 def gelu_erf(x: np.ndarray, slope: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """The exact GELU's y and, where `slope`, dy/dx (GeluErfFunction: _gelu_erf_block's formula)."""
+    """The exact GELU's y and, where `slope`, dy/dx (FastGeluErf: _gelu_erf_block's formula)."""
     return _elementwise(_gelu_erf, x, slope)
 
 
 def gelu_tanh(x: np.ndarray, slope: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """The tanh GELU's y and, where `slope`, dy/dx (GeluFunction: _gelu_tanh_block's formula)."""
+    """The tanh GELU's y and, where `slope`, dy/dx (FastGelu: _gelu_tanh_block's formula)."""
     return _elementwise(_gelu_tanh, x, slope)
 
 
@@ -202,11 +202,11 @@ def _add_rows(target, indices, rows):
         target[indices[i]] += rows[i]
 
 
-# ---- layer norm, row by row (normalization.py's LayerNormFunction) ----
+# ---- layer norm, row by row (twins.py's FastLayerNorm) ----
 
 def layer_norm_forward(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """y, xhat and rstd of LayerNormFunction.forward for rows x (N, C)."""
+    """y, xhat and rstd of FastLayerNorm.forward for rows x (N, C)."""
     xhat, rstd = np.empty_like(x), np.empty((x.shape[0], 1), x.dtype)
     y = xhat if w is None else np.empty_like(x)
     _layer_norm_rows(x, w, b, eps, y, xhat, rstd)
@@ -215,7 +215,7 @@ def layer_norm_forward(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None
 
 def layer_norm_backward(dout: np.ndarray, xhat: np.ndarray, rstd: np.ndarray, w: np.ndarray | None
                         ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """dx, dw and db (None without w) of LayerNormFunction.backward for rows dout (N, C)."""
+    """dx, dw and db (None without w) of FastLayerNorm.backward for rows dout (N, C)."""
     dx = np.empty_like(dout)
     dw, db = (None, None) if w is None else (np.empty_like(w), np.empty_like(w))
     _layer_norm_backward_rows(dout, xhat, rstd, w, dx, dw, db, min(_threads, max(len(dout), 1)))
@@ -285,7 +285,7 @@ def _layer_norm_backward_rows(dout, xhat, rstd, w, dx, dw, db, blocks):
                 db[j] += db_blocks[block, j]
 
 
-# ---- attention's weights by rows (sdpa.py's ScaledDotProductAttentionFunction.forward) ----
+# ---- attention's weights by rows (twins.py's FastAttention.weights) ----
 
 def attention_weights(s: np.ndarray, allowed: np.ndarray | None, scale: float) -> np.ndarray:
     """softmax(s * scale) along each row of s (N, S), -inf where allowed (L, S) is False for row r's query r % L
@@ -325,7 +325,7 @@ def _attention_rows(s, allowed, scale):
             row[j] /= total
 
 
-# ---- softmax's backward by rows (activations.py's SoftmaxFunction, sdpa.py's attention weights) ----
+# ---- softmax's backward by rows (twins.py's FastSoftmax and FastAttention.softmax_backward) ----
 
 def softmax_backward(dout: np.ndarray, y: np.ndarray, out: np.ndarray) -> np.ndarray:
     """out = y * (dout - sum(dout * y)) along each row of y (N, M), softmax's output (out may be dout)."""

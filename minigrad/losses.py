@@ -8,26 +8,27 @@ from __future__ import annotations
 from typing import Any
 
 from minigrad import backend
+from minigrad.activations import LogSoftmaxFunction, SoftmaxFunction
 from minigrad.arrays import (
     as_rows,
     broadcasts_to,
     index_array,
     indices_in_range,
-    row_max,
-    row_sums,
     stable_sigmoid,
     stable_softmax,
 )
+from minigrad.core import derived
 from minigrad.dtypes import check_float, number_kind
-from minigrad.tensor import Function, Tensor
+from minigrad.elementwise import Sub
+from minigrad.tensor import Primitive, Tensor, namespace
 
 # ---- cross-entropy ----
 
-class CrossEntropyFunction(Function):
+class CrossEntropyFunction(Primitive):
     """loss_i = -log softmax(x_i)[t_i] for integer targets t; with label smoothing eps, the target is
     q_i = (1 - eps) one_hot(t_i) + eps / V, so loss_i = -sum_c q_ic log softmax(x_i)_c;  then reduced.
 
-    dx_i = w_i (softmax(x_i) - q_i),  w_i = d loss / d loss_i (see _row_weights; 0 for an ignored row)
+    dx_i = w_i (softmax(x_i) - q_i),  w_i = d loss / d loss_i (see row_weights; 0 for an ignored row)
     """
 
     def forward(self, logits, targets, counted, smoothing, reduction):
@@ -42,40 +43,47 @@ class CrossEntropyFunction(Function):
     @staticmethod
     def losses_and_probs(x, rows, targets, smoothing):
         """Each row's loss -sum_c q_c log softmax(x)_c, q = (1 - eps) one_hot(t) + eps / V, and softmax(x), from one
-        exp: probs = exp(x - max) / sum and -log softmax(x)[t] = log(sum) - (x - max)[t] (speed: the row maxima and
-        sums of arrays.row_max and row_sums; x - max, its exps and probs share one (N, V) array)."""
+        exp: probs = exp(x - max) / sum and -log softmax(x)[t] = log(sum) - (x - max)[t]. (A twin computes them in
+        place: minigrad/twins.py.)"""
         xp = backend.get_array_module(x)
-        shifted = xp.subtract(x, row_max(x))  # x - max: the same softmax, and exp can no longer overflow
-        target_shifted = shifted[rows, targets]  # (x - max)[t], (N,): a copy, taken before exp overwrites shifted
-        if smoothing:
-            mean_shifted = row_sums(shifted)[:, 0] * (1 / x.shape[1])
-        exps = xp.exp(shifted, out=shifted)  # exp(x - max), in shifted's memory
-        sums = row_sums(exps)  # (N, 1)
+        shifted = x - x.max(axis=1, keepdims=True)  # x - max: the same softmax, and exp can no longer overflow
+        exps = xp.exp(shifted)  # (N, V)
+        sums = exps.sum(axis=1, keepdims=True)  # (N, 1)
         log_sums = xp.log(sums[:, 0])
-        losses = log_sums - target_shifted  # -log softmax(x)[t] = log(sum) - (x - max)[t]
+        losses = log_sums - shifted[rows, targets]  # -log softmax(x)[t] = log(sum) - (x - max)[t]
         if smoothing:  # -sum_c q_c log softmax(x)_c = (1 - eps) (-log softmax(x)[t]) - eps mean_c log softmax(x)_c
-            losses = (1 - smoothing) * losses - smoothing * (mean_shifted - log_sums)
-        probs = xp.divide(exps, sums, out=exps)  # softmax(x) = exp(x - max) / sum, in the exps' memory
-        return losses, probs
+            losses = (1 - smoothing) * losses - smoothing * (shifted.sum(axis=1) * (1 / x.shape[1]) - log_sums)
+        return losses, exps / sums
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
+        xp = namespace(dout)
+        probs = self.saved(self.probs, self.probs_in_graph)  # (N, V)
         counted = self.counted[:, None] > 0  # (N, 1)
-        w = xp.where(counted, _row_weights(dout, self.reduction, self.n, self.probs.shape[0]), 0)  # (N, 1)
-        # in the forward pass this was: loss = reduce(-sum_c q_c log probs_c), so dx = w (probs - q), built in place
-        dx = self.probs * w  # an ignored row: probs * 0, so 0 unless its logits hold NaN or +inf (NaN, as PyTorch)
-        dx[self.rows, self.targets] -= (1 - self.smoothing) * w[:, 0]
-        if self.smoothing:
-            dx -= (self.smoothing / dx.shape[1]) * w
-        return (dx.reshape(self.logits_shape),)
+        w = xp.where(counted, row_weights(dout, self.reduction, self.n, self.probs.shape[0]), 0)  # (N, 1)
+        # in the forward pass this was: loss = reduce(-sum_c q_c log probs_c), so dx = w (probs - q); an ignored row:
+        # (probs - q) * 0, so 0 unless its logits hold NaN or +inf (NaN, as PyTorch)
+        return (((probs - self.target_distribution()) * w).reshape(self.logits_shape),)
+
+    def target_distribution(self) -> Any:
+        """q = (1 - eps) one_hot(t) + eps / V for each row, (N, V): a constant."""
+        n, v = self.probs.shape
+        q = backend.get_array_module(self.probs).full((n, v), self.smoothing / v, dtype=self.probs.dtype)
+        q[self.rows, self.targets] += 1 - self.smoothing
+        return q
+
+    def probs_in_graph(self) -> Tensor:
+        """softmax(logits) under create_graph=True, (N, V): the output of a softmax node of its own."""
+        probs = derived(SoftmaxFunction, self.mg_parents[:1], self.probs.reshape(self.logits_shape),
+                        y=self.probs.reshape(self.logits_shape))
+        return probs.reshape(self.probs.shape)
 
 
-class SoftCrossEntropyFunction(Function):
+class SoftCrossEntropyFunction(Primitive):
     """loss_i = -sum_c q_ic log softmax(x_i)_c for class probabilities p, q = (1 - eps) p + eps / V;
     then reduced (the mean divides by N).
 
     dx_i = w_i (softmax(x_i) * sum_c q_ic - q_i)  (the q_i need not sum to 1),
-    dp_i = -w_i (1 - eps) log softmax(x_i),  w_i = d loss / d loss_i (see _row_weights)
+    dp_i = -w_i (1 - eps) log softmax(x_i),  w_i = d loss / d loss_i (see row_weights)
     """
 
     def forward(self, logits, target, smoothing, reduction):
@@ -84,24 +92,29 @@ class SoftCrossEntropyFunction(Function):
         q = as_rows(target)
         if smoothing:
             q = (1 - smoothing) * q + smoothing / q.shape[1]
-        self.log_probs, self.q, self.smoothing, self.reduction = log_probs, q, smoothing, reduction
+        self.log_probs, self.target, self.smoothing, self.reduction = log_probs, target, smoothing, reduction
         self.n, self.logits_shape = xp.full((), q.shape[0], dtype=q.dtype), logits.shape  # filled in: no copy
         return _reduce(-(q * log_probs).sum(axis=1), reduction, self.n, logits.shape[:-1])
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
-        w = _row_weights(dout, self.reduction, self.n, self.q.shape[0])  # (N, 1)
+        eps = self.smoothing
+        log_probs = self.saved(self.log_probs, self.log_probs_in_graph)  # (N, V)
+        q = as_rows(self.saved(self.target, 1)) * (1 - eps) + eps / self.log_probs.shape[1]  # (N, V)
+        w = row_weights(dout, self.reduction, self.n, self.log_probs.shape[0])  # (N, 1)
         need_logits, need_target = self.needs_input_grad
         dx = dp = None
+        # in the forward pass this was: loss = reduce(-sum_c q_c log_probs_c)
         if need_logits:
-            # dx = w (softmax(x) * sum_c q_c - q), built in place
-            dx = xp.exp(self.log_probs) * self.q.sum(axis=1, keepdims=True)
-            dx -= self.q
-            dx *= w
-            dx = dx.reshape(self.logits_shape)
+            softmax = namespace(dout).exp(log_probs)
+            dx = (w * (softmax * q.sum(axis=1, keepdims=True) - q)).reshape(self.logits_shape)
         if need_target:
-            dp = (self.log_probs * (-(1 - self.smoothing) * w)).reshape(self.logits_shape)
+            dp = (log_probs * (w * -(1 - eps))).reshape(self.logits_shape)
         return dx, dp
+
+    def log_probs_in_graph(self) -> Tensor:
+        """log_softmax(logits) under create_graph=True, (N, V): the output of a log_softmax node of its own."""
+        log_probs = self.log_probs.reshape(self.logits_shape)
+        return derived(LogSoftmaxFunction, self.mg_parents[:1], log_probs, y=log_probs).reshape(self.log_probs.shape)
 
 
 def _reduce(losses: Any, reduction: str, n: Any, shape: tuple[int, ...]) -> Any:
@@ -116,14 +129,13 @@ def _reduce(losses: Any, reduction: str, n: Any, shape: tuple[int, ...]) -> Any:
     return xp.where(n > 0, total / xp.maximum(n, 1), total.dtype.type("nan"))  # a scalar: no array for the NaN
 
 
-def _row_weights(dout: Any, reduction: str, n: Any, rows: int) -> Any:
+def row_weights(dout: Any, reduction: str, n: Any, rows: int) -> Any:
     """d loss / d loss_i for each row i, as a column (rows, 1): dout_i ("none"), dout ("sum") or
     dout / n ("mean"; 0 when n is 0, as PyTorch's gradient is then)."""
     if reduction == "none":
         return dout.reshape(-1, 1)
-    xp = backend.get_array_module(dout)
-    w = dout / xp.maximum(n, 1) if reduction == "mean" else dout
-    return xp.broadcast_to(w.reshape(1, 1), (rows, 1))
+    w = dout / backend.get_array_module(n).maximum(n, 1) if reduction == "mean" else dout
+    return namespace(dout).broadcast_to(w.reshape(1, 1), (rows, 1))
 
 
 REDUCTIONS = ("mean", "sum", "none")  # PyTorch's three
@@ -188,10 +200,10 @@ def _class_indices(op: str, targets: Any, scores: Tensor, name: str, ignore_inde
 
 # ---- negative log-likelihood ----
 
-class NLLLossFunction(Function):
+class NLLLossFunction(Primitive):
     """loss_i = -x_i[t_i] for log-probabilities x and integer targets t (0 for an ignored row), then reduced.
 
-    dx_i = -w_i one_hot(t_i),  w_i = d loss / d loss_i (see _row_weights; 0 for an ignored row)
+    dx_i = -w_i one_hot(t_i),  w_i = d loss / d loss_i (see row_weights; 0 for an ignored row)
     """
 
     def forward(self, log_probs, targets, counted, reduction):
@@ -202,10 +214,9 @@ class NLLLossFunction(Function):
         return _reduce(losses, reduction, self.n, log_probs.shape[:-1])
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
-        w = xp.where(self.counted > 0, _row_weights(dout, self.reduction, self.n, self.rows.shape[0])[:, 0], 0)
-        dx = xp.zeros((self.rows.shape[0], self.input_shape[-1]), dtype=dout.dtype)
-        dx[self.rows, self.targets] -= w  # 0 - 0 for an ignored row: +0, as PyTorch
+        xp = namespace(dout)
+        w = xp.where(self.counted > 0, row_weights(dout, self.reduction, self.n, self.rows.shape[0])[:, 0], 0)
+        dx = xp.added_at(-w, (self.rows, self.targets), (self.rows.shape[0], self.input_shape[-1]))  # -w at t_i
         return (dx.reshape(self.input_shape),)
 
 
@@ -228,10 +239,10 @@ def nll_loss(input: Tensor, target: Any, *, ignore_index: int = -100, reduction:
 
 # ---- mean squared error ----
 
-class MSELossFunction(Function):
+class MSELossFunction(Primitive):
     """loss_i = (x_i - y_i)^2 for every element i, then reduced (the mean divides by the number of elements).
 
-    dx_i = 2 w_i (x_i - y_i),  dy_i = -dx_i,  w_i = d loss / d loss_i (see _row_weights)
+    dx_i = 2 w_i (x_i - y_i),  dy_i = -dx_i,  w_i = d loss / d loss_i (see row_weights)
     """
 
     def forward(self, input, target, reduction):
@@ -242,9 +253,13 @@ class MSELossFunction(Function):
     def backward(self, dout):
         need_input, need_target = self.needs_input_grad
         # in the forward pass this was: loss = reduce((x - y)^2)
-        w = _row_weights(dout, self.reduction, self.n, self.diff.size).reshape(self.diff.shape)
-        dx = (2 * w) * self.diff
+        w = row_weights(dout, self.reduction, self.n, self.diff.size).reshape(self.diff.shape)
+        dx = (2 * w) * self.saved(self.diff, self.diff_in_graph)
         return (dx if need_input else None), (-dx if need_target else None)
+
+    def diff_in_graph(self) -> Tensor:
+        """x - y under create_graph=True: the output of a subtraction node of its own."""
+        return derived(Sub, self.mg_parents, self.diff, a_shape=self.diff.shape, b_shape=self.diff.shape)
 
 
 def mse_loss(input: Tensor, target: Any, *, reduction: str = "mean") -> Tensor:
@@ -275,20 +290,20 @@ def _float_target(op: str, input: Tensor, target: Any) -> Tensor:
 
 # ---- binary cross-entropy of sigmoid(logits) ----
 
-class BCEWithLogitsFunction(Function):
+class BCEWithLogitsFunction(Primitive):
     """With s = sigmoid(x), target t, pos_weight p and weight w (both 1 when not given), for every element i:
     loss_i = -w_i [p_i t_i log s_i + (1 - t_i) log(1 - s_i)] = w_i [(1 - t_i) x_i + l_i softplus(-x_i)],
     l_i = 1 + (p_i - 1) t_i, softplus(z) = log(1 + e^z) = max(z, 0) + log(1 + e^-|z|) (finite for any x); reduced.
 
     dx_i = u_i w_i (l_i s_i - p_i t_i)   (= u_i w_i (s_i - t_i) when p = 1),
-    dt_i = u_i w_i ((p_i - 1) softplus(-x_i) - x_i),  u_i = d loss / d loss_i (see _row_weights)
+    dt_i = u_i w_i ((p_i - 1) softplus(-x_i) - x_i),  u_i = d loss / d loss_i (see row_weights)
     """
 
     def forward(self, x, target, weight, pos_weight, reduction):
         xp = backend.get_array_module(x)
         self.softplus = xp.maximum(-x, 0) + xp.log1p(xp.exp(-xp.abs(x)))  # softplus(-x) = -log sigmoid(x)
-        self.l = 1 if pos_weight is None else 1 + (pos_weight - 1) * target
-        losses = (1 - target) * x + self.l * self.softplus
+        l_ = 1 if pos_weight is None else 1 + (pos_weight - 1) * target
+        losses = (1 - target) * x + l_ * self.softplus
         if weight is not None:
             losses *= weight
         self.x, self.target, self.weight, self.pos_weight, self.reduction = x, target, weight, pos_weight, reduction
@@ -297,13 +312,19 @@ class BCEWithLogitsFunction(Function):
 
     def backward(self, dout):
         need_x, need_target = self.needs_input_grad
-        u = _row_weights(dout, self.reduction, self.n, self.x.size).reshape(self.x.shape)
+        x, t = self.saved(self.x, 0), self.saved(self.target, 1)
+        u = row_weights(dout, self.reduction, self.n, self.x.size).reshape(self.x.shape)
         if self.weight is not None:
-            u = u * self.weight
-        p = 1 if self.pos_weight is None else self.pos_weight
-        # in the forward pass this was: loss = reduce(w ((1 - t) x + l softplus(-x)))
-        dx = u * (self.l * stable_sigmoid(self.x) - p * self.target) if need_x else None
-        dt = u * ((p - 1) * self.softplus - self.x) if need_target else None
+            u = u * self.saved(self.weight, None)
+        p = 1 if self.pos_weight is None else self.saved(self.pos_weight, None)
+        # in the forward pass this was: loss = reduce(w ((1 - t) x + l softplus(-x))),  l = 1 + (p - 1) t
+        dx = dt = None
+        if need_x:
+            s = self.saved(stable_sigmoid(self.x), lambda: x.sigmoid())  # sigmoid(x)
+            dx = u * ((1 if self.pos_weight is None else 1 + (p - 1) * t) * s - p * t)
+        if need_target:  # softplus(-x) = max(-x, 0) + log(1 + exp(-|x|)), finite for any x
+            softplus = self.saved(self.softplus, lambda: (-x).relu() + ((-x.abs()).exp() + 1).log())
+            dt = u * ((p - 1) * softplus - x)
         return dx, dt
 
 

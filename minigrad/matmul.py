@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from minigrad import backend
-from minigrad.arrays import as_rows, column_sums, unbroadcast
-from minigrad.tensor import Function, Tensor, operands
+from minigrad.arrays import as_rows, unbroadcast
+from minigrad.tensor import Primitive, Tensor, namespace, operands
 
 # ---- the product all of them share ----
 
@@ -19,16 +19,16 @@ def product(a: Any, b: Any) -> Any:
     b's rows are made contiguous when they are not (b a transposed view, as K^T in attention): NumPy's stacked
     product takes up to twice as long with such a b as with a copy of it, the copy included. (Under mg.compiled(),
     the Functions' products run on the compiled kernels' threads: minigrad/compiled_functions.py.)"""
-    if b.ndim == 2:
+    if b.ndim == 2:  # (tensors too, in a backward under create_graph=True)
         return (as_rows(a) @ b).reshape(*a.shape[:-1], b.shape[1])
-    if b.strides[-1] != b.itemsize and backend.device_of(b) == "cpu":
+    if backend.is_array(b) and b.strides[-1] != b.itemsize and backend.device_of(b) == "cpu":
         b = b.copy()
     return a @ b
 
 
 # ---- matmul ----
 
-class MatMul(Function):
+class MatMul(Primitive):
     """z = a @ b (batch dims broadcast);  da = dout @ b^T,  db = a^T @ dout"""
 
     product = staticmethod(product)
@@ -41,13 +41,16 @@ class MatMul(Function):
 
     def backward(self, dout):
         # in the forward pass this was: z = a @ b
-        a, b = self.a, self.b
+        a, b = self.saved(self.a, 0), self.saved(self.b, 1)
         need_a, need_b = self.needs_input_grad
         if len(self.b_shape) == 2:  # speed: the 2-D product of forward, undone as 2-D products
-            return (self.product(dout, b.T) if need_a else None,
-                    self.product(as_rows(a).T, as_rows(dout)) if need_b else None)
-        return (unbroadcast(self.product(dout, b.swapaxes(-1, -2)), self.a_shape) if need_a else None,
-                unbroadcast(self.product(a.swapaxes(-1, -2), dout), self.b_shape) if need_b else None)
+            da = self.product(dout, b.T) if need_a else None  # (..., m) @ (m, n)
+            db = self.product(as_rows(a).T, as_rows(dout)) if need_b else None  # (n, N) @ (N, m)
+            return da, db
+        xp = namespace(dout)
+        da = unbroadcast(self.product(dout, xp.swapaxes(b, -1, -2)), self.a_shape) if need_a else None
+        db = unbroadcast(self.product(xp.swapaxes(a, -1, -2), dout), self.b_shape) if need_b else None
+        return da, db
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -100,7 +103,7 @@ def outer(a: Tensor, b: Tensor) -> Tensor:
 
 # ---- linear ----
 
-class LinearFunction(Function):
+class LinearFunction(Primitive):
     """y = x @ w^T + b  (x: (..., in), w: (out, in));  dx = dout @ w,  dw = dout^T @ x,  db = sum(dout)
     (dw and db summed over every leading axis of x, flattened into N rows)"""
 
@@ -116,9 +119,10 @@ class LinearFunction(Function):
 
     def backward(self, dout):
         # in the forward pass this was: y = x @ w.T + b, as (..., in) @ (in, out) + (out,); as_rows: (N, in)
-        dx = self.product(dout, self.w) if self.needs_input_grad[0] else None
-        dw = self.product(as_rows(dout).T, as_rows(self.x)) if self.needs_input_grad[1] else None
-        db = (column_sums(as_rows(dout)),) if len(self.needs_input_grad) == 3 else ()
+        need_x, need_w, *has_b = self.needs_input_grad
+        dx = self.product(dout, self.saved(self.w, 1)) if need_x else None  # (..., out) @ (out, in)
+        dw = self.product(as_rows(dout).T, as_rows(self.saved(self.x, 0))) if need_w else None  # (out, N) @ (N, in)
+        db = (as_rows(dout).sum(axis=0),) if has_b else ()  # (out,)
         return (dx, dw, *db)
 
 

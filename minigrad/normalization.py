@@ -1,5 +1,6 @@
 """Layer normalisation and RMS normalisation over the last axes (PyTorch's normalized_shape), each one Function
-with a closed-form backward.
+with a closed-form backward, written once against xp; under create_graph=True the xhat and rstd they saved become
+nodes of their own (derived), so that the gradient's graph reaches x through them.
 Shapes: N = all leading dimensions flattened, C channels.
 """
 
@@ -9,19 +10,20 @@ import math
 from collections.abc import Sequence
 
 from minigrad import backend
-from minigrad.arrays import as_rows, column_sums, int_tuple, row_sums
+from minigrad.arrays import as_rows, int_tuple
+from minigrad.core import derived
 from minigrad.dtypes import check_float
-from minigrad.tensor import Function, Tensor
+from minigrad.tensor import Primitive, Tensor
 
 # ---- layer norm ----
 
-class LayerNormFunction(Function):
-    """y = (x - mean) * rstd * w + b over the last axis, rstd = 1 / sqrt(var + eps).
+class LayerNormFunction(Primitive):
+    """y = xhat * w + b,  xhat = (x - mean) * rstd over the last axis,  rstd = 1 / sqrt(var + eps).
 
-    dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  with dxhat = dout * w
-    Row and column sums go through arrays.row_sums and column_sums, and the work is done in place: each quantity
-    has its name where it is computed, and shares the memory of one computed before it (speed: see
-    docs/performance.md).
+    dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  dxhat = dout * w;
+    dw = sum(dout * xhat),  db = sum(dout)  (over the rows).
+    It saves xhat and rstd, not x. (mg.fused() and mg.compiled() run a twin that computes in place:
+    minigrad/twins.py.)
     """
 
     def forward(self, x, *affine, eps):
@@ -29,46 +31,55 @@ class LayerNormFunction(Function):
         x_rows = as_rows(x)  # (N, C)
         w, b = (*affine, None, None)[:2]  # (C,) each, or None
         inv_c = 1 / max(x_rows.shape[1], 1)  # C = 0: nothing to normalise, y is empty (as in PyTorch)
-        mean = row_sums(x_rows) * inv_c  # (N, 1)
-        centred = xp.subtract(x_rows, mean)  # x - mean, (N, C)
-        squares = xp.multiply(centred, centred)  # (x - mean)^2, (N, C): y is computed in its memory below
-        var = row_sums(squares) * inv_c  # mean((x - mean)^2), (N, 1)
+        mean = x_rows.sum(axis=1, keepdims=True) * inv_c  # (N, 1)
+        centred = x_rows - mean  # (N, C)
+        var = (centred * centred).sum(axis=1, keepdims=True) * inv_c  # (N, 1)
         rstd = 1 / xp.sqrt(var + eps)  # (N, 1)
-        xhat = xp.multiply(centred, rstd, out=centred)  # xhat = (x - mean) * rstd, in centred's memory
-        if w is not None:
-            y = xp.multiply(xhat, w, out=squares)  # y = xhat * w + b, (N, C) * (C,), in the squares' memory
-            if b is not None:
-                y += b
-        else:
-            y = xhat
+        xhat = centred * rstd  # (N, C)
+        y = xhat if w is None else xhat * w if b is None else xhat * w + b
         self.xhat, self.rstd, self.w = xhat, rstd, w
         return y.reshape(x.shape)
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
-        xhat, dout_rows, w = self.xhat, as_rows(dout), self.w  # (N, C), (N, C), (C,)
-        dw = db = None
-        inv_c = 1 / max(xhat.shape[1], 1)
+        xhat = self.saved(self.xhat, self.xhat_in_graph)  # (N, C)
+        rstd = self.saved(self.rstd, self.rstd_in_graph)  # (N, 1)
+        dout_rows = as_rows(dout)  # (N, C)
+        inv_c = 1 / max(self.xhat.shape[1], 1)
         # in the forward pass this was: y = xhat * w + b
-        dout_xhat = xp.multiply(dout_rows, xhat)  # dout * xhat, (N, C)
-        if w is not None:
-            dw, db = column_sums(dout_xhat), column_sums(dout_rows)  # (C,) each: summed over the rows
-            dxhat = xp.multiply(dout_rows, w)  # dxhat = dout * w, (N, C)
-            dxhat_xhat = xp.multiply(dxhat, xhat, out=dout_xhat)  # dxhat * xhat, in dout_xhat's memory
-        else:
-            dxhat = dout_rows.copy()  # dxhat = dout, copied: dx is computed in its memory below
-            dxhat_xhat = dout_xhat
+        dxhat = dout_rows if self.w is None else dout_rows * self.saved(self.w, 1)
         # and before that: xhat = (x - mean) * rstd, where x enters three ways, one term each:
         # directly, through mean (N, 1), and through rstd (N, 1)
-        mean_dxhat_xhat = row_sums(dxhat_xhat) * inv_c  # (N, 1)
-        mean_dxhat = row_sums(dxhat) * inv_c  # (N, 1)
-        # dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), in place:
-        terms = xp.multiply(xhat, mean_dxhat_xhat, out=dxhat_xhat)  # the terms through rstd and mean, summed in
-        terms += mean_dxhat  # dxhat_xhat's memory: mean(dxhat) + xhat * mean(dxhat * xhat)
-        inner = xp.subtract(dxhat, terms, out=dxhat)  # dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)
-        dx = xp.multiply(inner, self.rstd, out=inner)  # both in dxhat's memory
-        dx = dx.reshape(dout.shape)
-        return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
+        mean_dxhat = dxhat.sum(axis=1, keepdims=True) * inv_c  # (N, 1)
+        mean_dxhat_xhat = (dxhat * xhat).sum(axis=1, keepdims=True) * inv_c  # (N, 1)
+        dx = (rstd * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat)).reshape(dout.shape)
+        if self.w is None:
+            return (dx,)
+        dw, db = (dout_rows * xhat).sum(axis=0), dout_rows.sum(axis=0)  # (C,) each: summed over the rows
+        return (dx, dw, db)[: len(self.needs_input_grad)]
+
+    def xhat_in_graph(self) -> Tensor:
+        """xhat under create_graph=True: the output of a layer norm without its affine part, a node of its own."""
+        xhat = derived(LayerNormFunction, self.mg_parents[:1], self.xhat.reshape(self.mg_shape), xhat=self.xhat,
+                       rstd=self.rstd, w=None)
+        return xhat.reshape(self.xhat.shape)
+
+    def rstd_in_graph(self) -> Tensor:
+        """rstd under create_graph=True: the output of an InverseStd node."""
+        return derived(InverseStd, self.mg_parents[:1], self.rstd, xhat=self.saved(self.xhat, self.xhat_in_graph),
+                       rstd=self.rstd, x_shape=self.mg_shape)
+
+
+class InverseStd(Primitive):
+    """rstd = 1 / sqrt(mean(c^2) + eps) over the normalised axes, c = x - mean (layer norm) or x (RMS norm): the rstd
+    a normalisation saved, as a node of its own under create_graph=True (made by derived, never by apply);
+    drstd/dx = -rstd^2 xhat / D, D the number of elements normalised together. `xhat` is a tensor (of xhat's own
+    node), in the shape that rstd broadcasts against."""
+
+    def backward(self, dout):
+        rstd = self.saved(self.rstd, "output")
+        xhat = self.saved(self.xhat.array, lambda: self.xhat)
+        d = max(self.xhat.array.size // max(self.rstd.size, 1), 1)
+        return ((dout * rstd * rstd * xhat * (-1 / d)).reshape(self.x_shape),)
 
 
 def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
@@ -107,7 +118,7 @@ def _normalized_shape(op: str, normalized_shape: int | Sequence[int], x: Tensor,
 
 # ---- RMS norm ----
 
-class RMSNormFunction(Function):
+class RMSNormFunction(Primitive):
     """y = x * rstd * w over the normalised (last) axes, rstd = 1 / sqrt(mean(x^2) + eps): layer norm
     without the mean, as LLaMA uses it.
 
@@ -125,14 +136,24 @@ class RMSNormFunction(Function):
 
     def backward(self, dout):
         # in the forward pass this was: y = xhat * w,  xhat = x * rstd,  rstd = 1 / sqrt(mean(x^2) + eps)
-        xhat, w = self.xhat, self.w
-        dxhat = dout if w is None else dout * w
-        dx = dxhat - xhat * (dxhat * xhat).mean(axis=self.axes, keepdims=True)
-        dx *= self.rstd
-        if w is None:
+        xhat = self.saved(self.xhat, self.xhat_in_graph)
+        rstd = self.saved(self.rstd, self.rstd_in_graph)
+        dxhat = dout if self.w is None else dout * self.saved(self.w, 1)
+        dx = (dxhat - xhat * (dxhat * xhat).mean(axis=self.axes, keepdims=True)) * rstd
+        if self.w is None:
             return (dx,)
         leading = tuple(range(dout.ndim - len(self.axes)))
         return dx, (dout * xhat).sum(axis=leading) if self.needs_input_grad[1] else None
+
+    def xhat_in_graph(self) -> Tensor:
+        """xhat under create_graph=True: the output of an RMS norm without its weight, a node of its own."""
+        return derived(RMSNormFunction, self.mg_parents[:1], self.xhat, xhat=self.xhat, rstd=self.rstd, axes=self.axes,
+                       w=None)
+
+    def rstd_in_graph(self) -> Tensor:
+        """rstd under create_graph=True: the output of an InverseStd node."""
+        return derived(InverseStd, self.mg_parents[:1], self.rstd, xhat=self.saved(self.xhat, self.xhat_in_graph),
+                       rstd=self.rstd, x_shape=self.xhat.shape)
 
 
 def rms_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,

@@ -10,11 +10,11 @@ from typing import Any
 
 from minigrad import backend
 from minigrad.dtypes import as_float
-from minigrad.tensor import Function, Tensor, operands
+from minigrad.tensor import Primitive, Tensor, operands
 
 # ---- log10, log2, log1p, expm1 ----
 
-class OtherLog(Function):
+class OtherLog(Primitive):
     """y = log10(x), log2(x) or log1p(x) = log(1 + x);  dx = dout / ((x + shift) * log(base)),
     shift 1 for log1p (else 0), log(base) log(10), log(2) or 1"""
 
@@ -25,10 +25,11 @@ class OtherLog(Function):
         return getattr(backend.get_array_module(x), kind)(x)
 
     def backward(self, dout):
-        return (dout / ((self.x + self.shift) * self.log_base),)
+        x = self.saved(self.x, 0)
+        return (dout / ((x + self.shift) * self.log_base),)
 
 
-class Expm1(Function):
+class Expm1(Primitive):
     """y = exp(x) - 1, exact for small x;  dx = dout * (y + 1)"""
 
     def forward(self, x):
@@ -36,7 +37,7 @@ class Expm1(Function):
         return self.y
 
     def backward(self, dout):
-        return (dout * (self.y + 1),)
+        return (dout * (self.saved(self.y, "output") + 1),)
 
 
 def log10(x: Tensor) -> Tensor: return OtherLog.apply(as_float(x), kind="log10")

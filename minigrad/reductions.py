@@ -12,11 +12,11 @@ from typing import Any, NamedTuple
 from minigrad import backend
 from minigrad.arrays import Dims, as_axes, as_axis, numpy_aliases
 from minigrad.dtypes import as_float, check_float
-from minigrad.tensor import Function, Tensor
+from minigrad.tensor import Primitive, Tensor, namespace
 
 # ---- reductions ----
 
-class Sum(Function):
+class Sum(Primitive):
     """y = sum(x, axis);  dx = dout broadcast back along the summed axes"""
 
     def forward(self, x, axis, keepdims):
@@ -25,11 +25,11 @@ class Sum(Function):
         return y if keepdims else y.squeeze(axis)
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
+        xp = namespace(dout)
         return (xp.broadcast_to(dout.reshape(_kept_shape(self.x_shape, self.axis)), self.x_shape),)
 
 
-class Max(Function):
+class Max(Primitive):
     """y = amax(x, axis);  dx = dout where x is the maximum (shared equally between ties), else 0"""
 
     pick = "max"  # Min differs only here
@@ -41,9 +41,9 @@ class Max(Function):
         return y if keepdims else y.squeeze(axis)
 
     def backward(self, dout):
-        dout = dout.reshape(_kept_shape(self.picked.shape, self.axis))
-        ties = self.picked.sum(axis=self.axis, keepdims=True, dtype=dout.dtype)
-        return (backend.get_array_module(dout).where(self.picked, dout / ties, 0),)  # selected: no 0 * inf
+        ties = self.picked.sum(axis=self.axis, keepdims=True, dtype=dout.dtype)  # how many share each maximum
+        share = dout.reshape(_kept_shape(self.picked.shape, self.axis)) / ties
+        return (namespace(dout).where(self.picked, share, 0),)  # selected: no 0 * inf
 
 
 class Min(Max):
@@ -194,7 +194,7 @@ def _axes_with_values(op: str, x: Tensor, dim: Dims) -> tuple[int, ...]:
 
 # ---- var, std, prod, logsumexp, cumsum ----
 
-class Var(Function):
+class Var(Primitive):
     """y = sum((x - mean)^2, axis) / (N - correction);  dx = dout * 2 (x - mean) / (N - correction)
 
     With no degrees of freedom (N - correction <= 0) the division is by 0, as in PyTorch: y is inf, or
@@ -203,9 +203,9 @@ class Var(Function):
 
     def forward(self, x, axis, keepdims, correction):
         xp, n = backend.get_array_module(x), _count(x.shape, axis)
-        self.centered = x - x.sum(axis=axis, keepdims=True) / (n or 1)  # x - mean; no values: no mean to take
-        self.axis, self.scale = axis, 1.0 / (n - correction) if n > correction else math.inf
-        total = (self.centered * self.centered).sum(axis=axis, keepdims=True)
+        centered = _centered(x, axis)
+        self.x, self.axis, self.scale = x, axis, 1.0 / (n - correction) if n > correction else math.inf
+        total = (centered * centered).sum(axis=axis, keepdims=True)
         if n > correction:
             y = total * self.scale
         else:  # total / 0: inf, or NaN for 0 / 0 (written out, as 0 * inf would also warn)
@@ -213,8 +213,15 @@ class Var(Function):
         return y if keepdims else y.squeeze(axis)
 
     def backward(self, dout):
-        dout = dout.reshape(_kept_shape(self.centered.shape, self.axis))
-        return (dout * self.centered * (2 * self.scale),)
+        # in the forward pass this was: y = sum((x - mean)^2) * scale
+        x = self.saved(self.x, 0)
+        dout = dout.reshape(_kept_shape(x.shape, self.axis))
+        return (dout * _centered(x, self.axis) * (2 * self.scale),)
+
+
+def _centered(x: Any, axis: tuple[int, ...]) -> Any:
+    """x - mean(x) along `axis` (an array, or a tensor in a backward under create_graph); no values: no mean."""
+    return x - x.sum(axis=axis, keepdims=True) * (1 / (_count(x.shape, axis) or 1))
 
 
 @numpy_aliases
@@ -248,9 +255,10 @@ class Std(Var):
         return self.y if keepdims else self.y.squeeze(axis)
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
-        y = self.y
-        dvar = xp.where(y == 0, 0, dout.reshape(y.shape) / xp.where(y == 0, 1, 2 * y))
+        xp = namespace(dout)
+        at_zero = self.y == 0  # (the reduced axes kept)
+        y = self.saved(self.y, "output").reshape(self.y.shape)
+        dvar = xp.where(at_zero, 0, dout.reshape(self.y.shape) / xp.where(at_zero, 1, 2 * y))
         return super().backward(dvar)
 
 
@@ -261,10 +269,9 @@ def std(x: Tensor, dim: Dims = None, *, correction: float | None = None, unbiase
     return _variance(Std, "std", x, dim, correction, unbiased, keepdim)
 
 
-class Prod(Function):
-    """y = prod(x, axis);  dx_i = dout * (product of the other x_j) = dout * (product of the x_j before i) *
-    (product of those after i), along the reduced axes taken as one: no division, so a zero (only its place gets a
-    gradient), two zeros (none does) and a product that overflows need no special case."""
+class Prod(Primitive):
+    """y = prod(x, axis);  dx_i = dout * (the product of the other x_j), along the reduced axes taken as one
+    (products_of_others: no division, so zeros and a product that overflows need no special case)."""
 
     def forward(self, x, axis, keepdims):
         self.x, self.axis = x, axis
@@ -272,17 +279,35 @@ class Prod(Function):
         return y if keepdims else y.squeeze(axis)
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
-        x, axis = self.x, self.axis
-        kept = tuple(a for a in range(x.ndim) if a not in axis)
-        rows = x.transpose(kept + axis).reshape(*(x.shape[a] for a in kept), -1)  # (..., n): reduced axes last
-        ones = xp.ones(rows.shape[:-1] + (1,), dtype=x.dtype)
-        before = xp.cumprod(xp.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
-        after = xp.flip(xp.cumprod(xp.flip(xp.concatenate([rows[..., 1:], ones], axis=-1), -1), axis=-1), -1)
-        order = kept + axis  # the transpose above, undone
-        others = (before * after).reshape([x.shape[a] for a in order])
-        others = others.transpose([order.index(a) for a in range(x.ndim)])
-        return (dout.reshape(_kept_shape(x.shape, axis)) * others,)
+        xp, axis, shape = namespace(dout), self.axis, self.x.shape
+        kept = tuple(a for a in range(len(shape)) if a not in axis)
+        order = kept + axis  # the reduced axes last, as one: (..., n)
+        rows = xp.permute_dims(self.saved(self.x, 0), order).reshape(*(shape[a] for a in kept), _count(shape, axis))
+        others = xp.products_of_others(rows).reshape(*(shape[a] for a in order))
+        others = xp.permute_dims(others, tuple(order.index(a) for a in range(len(shape))))  # the permutation undone
+        return (dout.reshape(_kept_shape(shape, axis)) * others,)
+
+
+class ProductsOfOthers(Primitive):
+    """y_i = prod_{j != i} x_j along the last axis (backend.products_of_others: Prod's backward, as an op of its own
+    for create_graph=True);  dx_k = sum_{i != k} dout_i prod_{j != i, k} x_j: the same products, of the rows of a
+    grid whose row i is x with x_i set to 1."""
+
+    def forward(self, x):
+        self.x = x
+        return backend.products_of_others(x)
+
+    def backward(self, dout):
+        xp, x = namespace(dout), self.saved(self.x, 0)
+        diagonal = backend.get_array_module(self.x).eye(self.x.shape[-1], dtype=bool)  # (n, n), a constant
+        grid = xp.where(diagonal, 1, x[..., None, :])  # (..., n, n): row i is x with x_i set to 1
+        pairs = xp.products_of_others(grid)  # [i, k] = prod_{j != i, k} x_j where k != i
+        return ((xp.where(diagonal, 0, pairs) * dout[..., :, None]).sum(axis=-2),)
+
+
+def products_of_others(x: Tensor) -> Tensor:
+    """backend.products_of_others on a tensor, recorded."""
+    return ProductsOfOthers.apply(x)
 
 
 @numpy_aliases
@@ -290,7 +315,7 @@ def prod(x: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
     return Prod.apply(x, axis=as_axes("prod", dim, x.shape), keepdims=keepdim)
 
 
-class LogSumExp(Function):
+class LogSumExp(Primitive):
     """y = log(sum(exp(x), axis)) = m + log(sum(exp(x - m), axis)) for any m; m = max(x) keeps exp from
     overflowing.  dx = dout * exp(x - y) = dout * softmax(x)"""
 
@@ -303,8 +328,8 @@ class LogSumExp(Function):
         return self.y if keepdims else self.y.squeeze(axis)
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
-        return (dout.reshape(self.y.shape) * xp.exp(self.x - self.y),)
+        x, y = self.saved(self.x, 0), self.saved(self.y, "output").reshape(self.y.shape)
+        return (dout.reshape(self.y.shape) * namespace(dout).exp(x - y),)
 
 
 @numpy_aliases
@@ -313,7 +338,7 @@ def logsumexp(x: Tensor, dim: Dims, keepdim: bool = False) -> Tensor:
     return LogSumExp.apply(as_float(x), axis=_axes_with_values("logsumexp", x, dim), keepdims=keepdim)
 
 
-class Cumsum(Function):
+class Cumsum(Primitive):
     """y_i = x_0 + ... + x_i along axis;  dx_i = dout_i + ... + dout_last (dout summed from the end)"""
 
     def forward(self, x, axis):
@@ -321,7 +346,7 @@ class Cumsum(Function):
         return backend.get_array_module(x).cumsum(x, axis=axis)
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
+        xp = namespace(dout)
         return (xp.flip(xp.cumsum(xp.flip(dout, self.axis), axis=self.axis), self.axis),)
 
 

@@ -9,29 +9,31 @@ import math
 from typing import Any
 
 from minigrad import backend
-from minigrad.arrays import as_rows, broadcasts_to, dropout_scale, index_array, row_max, row_sums, unbroadcast
+from minigrad.arrays import broadcasts_to, dropout_scale, index_array, unbroadcast
+from minigrad.core import derived
 from minigrad.dtypes import check_float
 from minigrad.matmul import product
 from minigrad.shapes import allowed_keys
-from minigrad.tensor import Function, Tensor
+from minigrad.tensor import Primitive, Tensor, namespace
 
 # ---- scaled dot-product attention ----
 
-class ScaledDotProductAttentionFunction(Function):
+class ScaledDotProductAttentionFunction(Primitive):
     """out = P V,  P = softmax(S) along the keys,  S = Q K^T * scale + mask  (S = -inf where a key is not allowed)
 
     dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(dP * P))  (softmax's backward, row by row),
     dQ = dS K * scale,  dK = dS^T Q * scale,  dmask = dS  (a float mask is added to S).
     With dropout, out = D V, D = P * keep / (1 - p): dV = D^T dO, and dD = dO V^T gives dP = dD * keep / (1 - p).
     A query that sees no key has P = 0 in its row, so its output and its dS are 0 (docs/backward.md derives all
-    of this). Each gradient is summed back over the axes its input was broadcast along.
+    of this). Each gradient is summed back over the axes its input was broadcast along. (mg.fused() and
+    mg.compiled() run a twin that reuses its buffers: minigrad/twins.py.)
     """
 
     product = staticmethod(product)  # a @ b, arranged for BLAS (matmul.py)
 
     def forward(self, q, k, v, *float_mask, allowed, scale, dropout_p):
         qk = self.product(q, k.swapaxes(-1, -2))  # Q K^T, (..., L, S)
-        p = self.weights(qk, float_mask, allowed, scale)  # P = softmax(S), S = Q K^T * scale + mask, in qk's memory
+        p = self.weights(qk, float_mask, allowed, scale)  # P = softmax(S), S = Q K^T * scale + mask
         self.q, self.k, self.v, self.p, self.scale, self.drop = q, k, v, p, scale, None
         if dropout_p:
             self.drop = dropout_scale(p, dropout_p)
@@ -40,51 +42,72 @@ class ScaledDotProductAttentionFunction(Function):
 
     def weights(self, qk, float_mask, allowed, scale):
         """P = softmax(S) along the keys, S = Q K^T * scale + mask, -inf where not allowed (allowed: True = may
-        attend); a row that sees no key is all 0. Speed: in place here and below, S is computed in qk's memory (with
-        a float mask, in the sum's), and S - max, its exps and P in S's: one (..., L, S) array."""
+        attend); a row that sees no key is all 0."""
         xp = backend.get_array_module(qk)
-        s = xp.multiply(qk, scale, out=qk)  # S = Q K^T * scale (+ mask, -inf where not allowed)
+        s = qk * scale  # S = Q K^T * scale (+ mask, -inf where not allowed)
         if float_mask:
             s = s + float_mask[0]
             self.mask_shape = float_mask[0].shape
         if allowed is not None:
-            xp.copyto(s, s.dtype.type(-math.inf), where=~allowed)  # a scalar: no array for it
+            s = xp.where(allowed, s, s.dtype.type(-math.inf))
         # each row's largest score; with no keys (S = 0) there is none, and the output is zeros, as in PyTorch
-        # (row_max and row_sums: the fast reductions along a short last axis, as F.softmax's)
-        rows = s.shape[:-1] + (1,)
-        m = row_max(as_rows(s)).reshape(rows) if s.shape[-1] else xp.zeros(rows, dtype=s.dtype)
+        m = s.max(axis=-1, keepdims=True) if s.shape[-1] else xp.zeros(s.shape[:-1] + (1,), dtype=s.dtype)
         masked = allowed is not None or bool(float_mask)
         if masked:  # a query that may see no key: its row is all -inf; exp(-inf - 0) = 0, not NaN
-            xp.copyto(m, 0, where=m == -math.inf)
-        shifted = xp.subtract(s, m, out=s)  # S - max
-        exps = xp.exp(shifted, out=shifted)  # exp(S - max)
-        sums = row_sums(as_rows(exps)).reshape(rows)
+            m = xp.where(m == -math.inf, 0, m)
+        exps = xp.exp(s - m)
+        sums = exps.sum(axis=-1, keepdims=True)
         if masked:  # and its weights stay 0 (0 / 1), so its output and its gradients are 0, as in PyTorch
-            xp.copyto(sums, 1, where=sums == 0)
-        return xp.divide(exps, sums, out=exps)  # P = exp(S - max) / sum
+            sums = xp.where(sums == 0, 1, sums)
+        return exps / sums  # P = exp(S - max) / sum
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
-        q, k, v, p, scale, drop = self.q, self.k, self.v, self.p, self.scale, self.drop
+        xp = namespace(dout)
         need_q, need_k, need_v, *need_mask = self.needs_input_grad
-        # in the forward pass this was: out = softmax(q @ k^T * scale + mask) @ v
-        weights = p if drop is None else p * drop  # D, what multiplied V in forward
-        dv = unbroadcast(self.product(weights.swapaxes(-1, -2), dout), v.shape) if need_v else None
-        dd = self.product(dout, v.swapaxes(-1, -2))  # dD = dO V^T (dP itself without dropout)
-        dp = dd if drop is None else xp.multiply(dd, drop, out=dd)  # dP = dD * keep / (1 - p), in dD's memory
-        ds = self.softmax_backward(dp, p)  # dS = P * (dP - rowsum(dP * P))
-        dq = unbroadcast(self.product(ds, k) * scale, q.shape) if need_q else None
-        dk = unbroadcast(self.product(ds.swapaxes(-1, -2), q) * scale, k.shape) if need_k else None
-        if not need_mask:
-            return dq, dk, dv
-        return dq, dk, dv, unbroadcast(ds, self.mask_shape) if need_mask[0] else None
+        p = self.saved(self.p, self.weights_in_graph)
+        drop = None if self.drop is None else self.saved(self.drop, None)
+        # in the forward pass this was: out = D @ v, D = P * keep / (1 - p) (P itself without dropout)
+        weights = p if drop is None else p * drop
+        dv = unbroadcast(self.product(xp.swapaxes(weights, -1, -2), dout), self.v.shape) if need_v else None
+        if not (need_q or need_k or True in need_mask):
+            return (None, None, dv, *(None for _ in need_mask))
+        dd = self.product(dout, xp.swapaxes(self.saved(self.v, 2), -1, -2))  # dD = dO V^T
+        dp = dd if drop is None else dd * drop  # dP
+        dq, dk, *dmask = scores_backward(self, dp, p, need_q, need_k, need_mask)
+        return (dq, dk, dv, *dmask)
 
-    @staticmethod
-    def softmax_backward(dp, p):
-        """dS = P * (dP - rowsum(dP * P)), softmax's backward along each row (dP's memory may be reused)."""
-        xp = backend.get_array_module(p)
-        centred = dp - row_sums(as_rows(dp * p)).reshape(dp.shape[:-1] + (1,))  # dP - rowsum(dP * P)
-        return xp.multiply(centred, p, out=centred)  # dS = P * (dP - rowsum(dP * P)), in centred's memory
+    def weights_in_graph(self) -> Tensor:
+        """P under create_graph=True: the output of an AttentionWeights node, whose inputs are q, k (and a float
+        mask), what P depends on."""
+        which = (0, 1) if len(self.mg_parents) == 3 else (0, 1, 3)
+        return derived(AttentionWeights, [self.mg_parents[i] for i in which], self.p, q=self.q, k=self.k, p=self.p,
+                       scale=self.scale, mask_shape=getattr(self, "mask_shape", None))
+
+
+class AttentionWeights(Primitive):
+    """P = softmax(Q K^T * scale + mask) along the keys, inputs (q, k) or (q, k, float mask): the weights attention
+    saved, as a node of its own under create_graph=True (made by derived, never by apply); its backward is the
+    part of attention's that goes through P: scores_backward."""
+
+    product = staticmethod(product)
+
+    def backward(self, dout):
+        need_q, need_k, *need_mask = self.needs_input_grad
+        return scores_backward(self, dout, self.saved(self.p, "output"), need_q, need_k, need_mask)
+
+
+def scores_backward(node: Primitive, dp: Any, p: Any, need_q: bool, need_k: bool,
+                    need_mask: list[bool]) -> tuple[Any, ...]:
+    """The gradients of q, k (and a float mask) from dP, the gradient of the weights P = softmax(S) of `node` (inputs
+    q and k first): dS = P * (dP - rowsum(dP * P)),  dQ = dS K * scale,  dK = dS^T Q * scale,  dmask = dS."""
+    xp = namespace(dp)
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))  # (..., L, S)
+    dq = unbroadcast(node.product(ds, node.saved(node.k, 1)) * node.scale, node.q.shape) if need_q else None
+    dk = unbroadcast(node.product(xp.swapaxes(ds, -1, -2), node.saved(node.q, 0)) * node.scale,
+                     node.k.shape) if need_k else None
+    if not need_mask:
+        return dq, dk
+    return dq, dk, unbroadcast(ds, node.mask_shape) if need_mask[0] else None
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any = None,

@@ -27,11 +27,11 @@ from minigrad.arrays import (
     unbroadcast,
 )
 from minigrad.dtypes import DType, number_dtype
-from minigrad.tensor import Function, Tensor, saves_index
+from minigrad.tensor import Primitive, Tensor, namespace, saves_index
 
 # ---- shape ----
 
-class Reshape(Function):
+class Reshape(Primitive):
     """y = x.reshape(shape);  dx = dout.reshape(x.shape)"""
 
     view = True  # y shares x's memory wherever NumPy can reshape without copying
@@ -44,7 +44,7 @@ class Reshape(Function):
         return (dout.reshape(self.x_shape),)
 
 
-class Permute(Function):
+class Permute(Primitive):
     """y = x.transpose(axes) (NumPy's name for a permutation);  dx = dout.transpose(inverse of axes)"""
 
     view = True
@@ -57,7 +57,17 @@ class Permute(Function):
         inverse = [0] * len(self.axes)
         for i, a in enumerate(self.axes):
             inverse[a] = i
-        return (dout.transpose(inverse),)
+        return (namespace(dout).permute_dims(dout, tuple(inverse)),)
+
+
+def permute_dims(x: Tensor, axes: Sequence[int]) -> Tensor:
+    """NumPy 2's name for permute (the axes as one tuple): for backward formulas, which speak NumPy's names."""
+    return permute(x, *axes)
+
+
+def swapaxes(x: Tensor, axis0: int, axis1: int) -> Tensor:
+    """Swap two axes, as torch.swapaxes and numpy.swapaxes (transpose's other name)."""
+    return transpose(x, axis0, axis1)
 
 
 def reshape(x: Tensor, *shape: int) -> Tensor:
@@ -110,7 +120,7 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
 
 # ---- indexing ----
 
-class GetItem(Function):
+class GetItem(Primitive):
     """y = x[index];  dx = zeros like x with dout added at index (repeated indices accumulate)"""
 
     view = True  # a basic index (ints, slices) gives a view of x, an array index a copy
@@ -121,12 +131,24 @@ class GetItem(Function):
         return x[basic]
 
     def backward(self, dout):
-        dx = backend.get_array_module(dout).zeros(self.x_shape, dtype=dout.dtype)
-        if _is_basic(self.index):
-            dx[self.index] = dout  # a basic index names each element at most once
-        else:
-            backend.scatter_add(dx, self.index, dout)
-        return (dx,)
+        return (namespace(dout).added_at(dout, self.index, self.x_shape),)
+
+
+class IndexAdd(Primitive):
+    """y = zeros of `shape` with x added at `index` (repeated places accumulate): the backward of x[index] (getitem,
+    gather, embedding), as an op of its own for create_graph=True;  dx = dout[index]"""
+
+    def forward(self, x, index, shape):
+        self.index = index
+        return backend.added_at(x, index, shape)
+
+    def backward(self, dout):
+        return (dout[self.index],)
+
+
+def added_at(values: Tensor, index: tuple, shape: tuple[int, ...]) -> Tensor:
+    """backend.added_at on tensors, recorded: zeros of `shape` with values added at `index`."""
+    return IndexAdd.apply(values, index=index, shape=shape)
 
 
 def _is_basic(index: tuple) -> bool:
@@ -191,7 +213,7 @@ def _index_argument(i: Any, device: str) -> Any:
     return i
 
 
-class SetItem(Function):
+class SetItem(Primitive):
     """y = x with y[index] = v (v broadcast to x[index]'s shape), the out-of-place form of x[index] = v;
     dx = dout with 0 at index (those values were overwritten),  dv = dout[index] summed back to v's shape"""
 
@@ -199,15 +221,16 @@ class SetItem(Function):
         self.index, self.v_shape = index, v.shape
         y = x.copy()
         y[index] = v
+        if self.needs_input_grad and self.needs_input_grad[0]:  # where x was overwritten: a constant mask
+            self.written = backend.get_array_module(x).zeros(x.shape, dtype=bool)
+            self.written[index] = True
         return y
 
     def backward(self, dout):
         need_x, need_v = self.needs_input_grad
-        dx = None
-        if need_x:
-            dx = dout.copy()
-            dx[self.index] = 0
-        return dx, unbroadcast(dout[self.index], self.v_shape) if need_v else None
+        dx = namespace(dout).where(self.written, 0, dout) if need_x else None
+        dv = unbroadcast(dout[self.index], self.v_shape) if need_v else None
+        return dx, dv
 
 
 def setitem(x: Tensor, index: Any, value: Any) -> Tensor:
@@ -239,7 +262,7 @@ def copied(x: Tensor, src: Any) -> Tensor:
 
 # ---- cat (concatenate), stack, split, chunk ----
 
-class Cat(Function):
+class Cat(Primitive):
     """y = cat(xs, axis);  dx_i = the slice of dout where x_i was placed"""
 
     def forward(self, *xs, axis):
@@ -266,7 +289,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 concatenate = cat  # torch.concatenate: the same function
 
-class Stack(Function):
+class Stack(Primitive):
     """y = stack(xs, dim): the xs side by side along a new axis `dim`;  dx_i = dout at index i of dim"""
 
     def forward(self, *xs, dim):
@@ -290,7 +313,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return Stack.apply(*tensors, dim=as_axis("stack", dim, tensors[0].shape, new=True))
 
 
-class Split(Function):
+class Split(Primitive):
     """ys = the pieces of x along `dim` (views);  dx = the pieces' gradients side by side, zeros for a piece that
     received none. One node with several outputs (see Output in tensor.py): backward runs once, with every piece's
     gradient, and writes one array of x's shape."""
@@ -298,15 +321,19 @@ class Split(Function):
     view = True
 
     def forward(self, x, sizes, dim):
-        self.x_shape, self.x_dtype, self.pieces = x.shape, x.dtype, _pieces(sizes, dim)
+        self.x_shape, self.x_dtype, self.pieces, self.dim = x.shape, x.dtype, _pieces(sizes, dim), dim
+        self.module = backend.get_array_module(x)  # for the zeros of a piece no gradient reached
         return tuple(x[piece] for piece in self.pieces)
 
     def backward(self, douts):
-        xp = backend.get_array_module(next(d for d in douts if d is not None))
-        dx = xp.empty(self.x_shape, dtype=self.x_dtype)
-        for piece, d in zip(self.pieces, douts, strict=True):
-            dx[piece] = 0 if d is None else d
-        return (dx,)
+        xp = namespace(next(d for d in douts if d is not None))
+        parts = [d if d is not None else self.saved(self.module.zeros(self.shape_of(piece), self.x_dtype), None)
+                 for d, piece in zip(douts, self.pieces, strict=True)]
+        return (xp.concatenate(parts, axis=self.dim),)
+
+    def shape_of(self, piece: tuple[slice, ...]) -> tuple[int, ...]:
+        size = piece[self.dim].stop - piece[self.dim].start
+        return self.x_shape[:self.dim] + (size,) + self.x_shape[self.dim + 1:]
 
 
 @numpy_aliases
@@ -380,7 +407,7 @@ def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
 
 # ---- expand, repeat ----
 
-class Expand(Function):
+class Expand(Primitive):
     """y = x broadcast to `shape` (a read-only view, nothing copied);  dx = dout summed back over the
     axes that were broadcast (the adjoint of broadcasting is summing)"""
 
@@ -406,7 +433,13 @@ def expand(x: Tensor, *sizes: int) -> Tensor:
     return Expand.apply(x, shape=shape)
 
 
-class Repeat(Function):
+def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
+    """x repeated to `shape` without copying, as torch.broadcast_to and numpy.broadcast_to (expand with a whole
+    shape)."""
+    return expand(x, *shape)
+
+
+class Repeat(Primitive):
     """y = x tiled repeats[i] times along axis i (numpy.tile);  dx = dout summed over the copies:
     dout reshaped to (r0, n0, r1, n1, ...) and summed over the r axes"""
 
@@ -416,7 +449,7 @@ class Repeat(Function):
 
     def backward(self, dout):
         padded = (1,) * (len(self.repeats) - len(self.x_shape)) + self.x_shape  # x seen with the new axes
-        copies_and_sizes = [m for r, n in zip(self.repeats, padded, strict=True) for m in (r, n)]
+        copies_and_sizes = tuple(m for r, n in zip(self.repeats, padded, strict=True) for m in (r, n))
         dx = dout.reshape(copies_and_sizes).sum(axis=tuple(range(0, 2 * len(self.repeats), 2)))
         return (dx.reshape(self.x_shape),)
 
@@ -433,7 +466,7 @@ def repeat(x: Tensor, *sizes: int) -> Tensor:
 
 # ---- flip, tril, triu, causal_mask ----
 
-class Flip(Function):
+class Flip(Primitive):
     """y = x reversed along `dims`;  dx = dout reversed along the same dims"""
 
     def forward(self, x, dims):
@@ -441,7 +474,7 @@ class Flip(Function):
         return backend.get_array_module(x).flip(x, dims).copy()  # a copy, as PyTorch's: NumPy's flip is a view
 
     def backward(self, dout):
-        return (backend.get_array_module(dout).flip(dout, self.dims),)
+        return (namespace(dout).flip(dout, self.dims),)
 
 
 @numpy_aliases
@@ -471,17 +504,18 @@ def roll(x: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | Non
     return rolled if rolled is not x else x.clone()  # a new tensor even when nothing moves, as PyTorch's
 
 
-class Triangle(Function):
+class Triangle(Primitive):
     """y = tril(x, k) or triu(x, k) over the last two axes: x times a 0/1 mask, so dx = the same
     triangle of dout"""
 
     def forward(self, x, diagonal, upper):
         xp = backend.get_array_module(x)
-        self.triangle, self.diagonal = (xp.triu if upper else xp.tril), diagonal
-        return self.triangle(x, diagonal)
+        self.upper, self.diagonal = upper, diagonal
+        return xp.triu(x, diagonal) if upper else xp.tril(x, diagonal)
 
     def backward(self, dout):
-        return (self.triangle(dout, self.diagonal),)
+        xp = namespace(dout)
+        return (xp.triu(dout, self.diagonal) if self.upper else xp.tril(dout, self.diagonal),)
 
 
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:
@@ -546,7 +580,7 @@ def allowed_keys(T: int, T_k: int, device: str) -> Any:
 
 # ---- gather ----
 
-class Gather(Function):
+class Gather(Primitive):
     """y[i, j, k] = x[i, index[i, j, k], k] (for dim 1);  dx = zeros with dout added at those places
     (an index that repeats accumulates)"""
 
@@ -559,9 +593,7 @@ class Gather(Function):
         return x[self.where]
 
     def backward(self, dout):
-        dx = backend.get_array_module(dout).zeros(self.x_shape, dtype=dout.dtype)
-        backend.scatter_add(dx, self.where, dout)
-        return (dx,)
+        return (namespace(dout).added_at(dout, self.where, self.x_shape),)
 
 
 @numpy_aliases
@@ -579,22 +611,21 @@ def gather(x: Tensor, dim: int, index: Any) -> Tensor:
 
 # ---- embedding, one_hot ----
 
-class EmbeddingFunction(Function):
+class EmbeddingFunction(Primitive):
     """y = w[indices];  dw = zeros with each row of dout added at its index (repeats accumulate), except the row
     padding_idx (if given), which gets none"""
-
-    add_rows = staticmethod(backend.scatter_add)  # target[indices[i]] += rows[i], repeated indices accumulating
 
     def forward(self, w, indices, padding_idx):
         self.w_shape, self.indices, self.padding_idx = w.shape, indices, padding_idx
         return w[indices]
 
     def backward(self, dout):
-        dw = backend.get_array_module(dout).zeros(self.w_shape, dtype=dout.dtype)
-        rows = dout.reshape(self.indices.size, self.w_shape[1])
-        self.add_rows(dw, self.indices.reshape(-1), rows)
-        if self.padding_idx is not None:
-            dw[self.padding_idx] = 0  # the padding row: as if it were a constant
+        xp = namespace(dout)
+        rows = dout.reshape(self.indices.size, self.w_shape[1])  # (N, C): one row of dout per index
+        dw = xp.added_at(rows, (self.indices.reshape(-1),), self.w_shape)
+        if self.padding_idx is not None:  # the padding row: as if it were a constant
+            padding = backend.get_array_module(self.indices).arange(self.w_shape[0])[:, None] == self.padding_idx
+            dw = xp.where(padding, 0, dw)
         return (dw,)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from minigrad import backend, core
 from minigrad.arrays import as_axis
 from minigrad.autograd import grad
-from minigrad.core import as_writable, graph_order, is_grad_enabled, modes
+from minigrad.core import as_writable, graph_order, is_grad_enabled, modes, namespace
 from minigrad.dtypes import DType, UnsupportedDType, check_float, number_dtype, number_kind
 from minigrad.global_settings import print_options
 from minigrad.hooks import HookedTensor, RemovableHandle, move_retained
@@ -27,9 +27,17 @@ from minigrad.versions import Function, VersionedTensor, increment_version, save
 
 __all__ = [
     "Function", "RemovableHandle", "Tensor", "as_writable", "enable_grad", "grad", "graph_order", "increment_version",
-    "intercept", "is_grad_enabled", "is_tensor", "modes", "no_grad", "numel", "operands", "saves_index",
-    "set_grad_enabled",
+    "intercept", "is_grad_enabled", "is_tensor", "modes", "namespace", "no_grad", "numel", "operands", "Primitive",
+    "saves_index", "set_grad_enabled",
 ]
+
+
+class Primitive(Function):
+    """The Function minigrad's ops are written on: mg.Function whose backward is written once against xp =
+    namespace(dout) and self.saved, so that the same lines give first-order gradients on arrays and, under
+    create_graph=True, higher-order ones on tensors (a user's Function sets graph_backward itself, if it is so)."""
+
+    graph_backward = True
 
 
 class Tensor(LegacyConstructor, HookedTensor, VersionedTensor, core.Tensor):
@@ -364,6 +372,7 @@ class Tensor(LegacyConstructor, HookedTensor, VersionedTensor, core.Tensor):
     def sin(self) -> Tensor: return elementwise.sin(self)
     def cos(self) -> Tensor: return elementwise.cos(self)
     def erf(self) -> Tensor: return elementwise.erf(self)
+    def erfc(self) -> Tensor: return elementwise.erfc(self)
     def log10(self) -> Tensor: return pointwise.log10(self)
     def log2(self) -> Tensor: return pointwise.log2(self)
     def log1p(self) -> Tensor: return pointwise.log1p(self)
@@ -441,6 +450,8 @@ class Tensor(LegacyConstructor, HookedTensor, VersionedTensor, core.Tensor):
     # shapes and dims as varargs, x.reshape(2, 3) or x.reshape((2, 3)), as in PyTorch
     def reshape(self, *shape: int) -> Tensor: return shapes.reshape(self, *shape)
     def transpose(self, dim0: int, dim1: int) -> Tensor: return shapes.transpose(self, dim0, dim1)
+    def swapaxes(self, axis0: int, axis1: int) -> Tensor: return shapes.swapaxes(self, axis0, axis1)
+    def broadcast_to(self, *shape: int) -> Tensor: return shapes.broadcast_to(self, shape)
     def permute(self, *dims: int) -> Tensor: return shapes.permute(self, *dims)
     def expand(self, *sizes: int) -> Tensor: return shapes.expand(self, *sizes)
     def repeat(self, *sizes: int) -> Tensor: return shapes.repeat(self, *sizes)

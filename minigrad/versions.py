@@ -173,17 +173,19 @@ class CopySlices(Function):
     the view (VersionedTensor._write), as PyTorch's CopySlices; forward returns the base's array, already written.
     dbase = dout with 0 where the view lies,  dv = dout where the view lies, in the view's shape"""
 
+    graph_backward = True  # its backward is written against xp: create_graph=True runs it on tensors
+
     def forward(self, base, v, steps):
         self.base_shape, self.steps = base.shape, steps
+        self.module = backend.get_array_module(base)
         return base
 
     def backward(self, dout):
-        xp = backend.get_array_module(dout)
-        where = self.positions(xp)
-        flat = xp.ascontiguousarray(dout).reshape(-1)
-        dbase = flat.copy()
-        dbase[where.reshape(-1)] = 0
-        return dbase.reshape(self.base_shape), flat[where]
+        where = self.positions(self.module)  # (the view's shape): constants
+        in_view = self.module.zeros(math.prod(self.base_shape), dtype=bool)
+        in_view[where.reshape(-1)] = True
+        dbase = core.namespace(dout).where(in_view.reshape(self.base_shape), 0, dout)
+        return dbase, dout.reshape(-1)[where]
 
     def positions(self, xp: Any) -> Any:
         """The flat position in the base of each element of the view (an array of the view's shape)."""
@@ -309,7 +311,16 @@ def share_version(leaf: core.Tensor, source: core.Tensor) -> None:
     leaf._counter = source._version_counter
 
 
+def saved_version(t: core.Tensor, node: core.Function, index: int) -> None:
+    """The core's point in Function.saved under create_graph=True: t, the tensor a node's input `index` (or, past the
+    inputs, its output) stands for, counts its writes in the counter the node noted for it, so that a write into it
+    before the gradient's own backward is refused."""
+    if node.mg_versions:
+        t._counter = node.mg_versions[index][0]
+
+
 core.contract.check_versions = check_versions
 core.contract.count_write = increment_version
+core.contract.saved_version = saved_version
 core.contract.node_of = node_of
 core.contract.share_version = share_version

@@ -105,14 +105,14 @@ def test_the_heap_setting_is_made_in_minigrad_workers_only_and_fused_kernels_run
         calls.clear()
         with intercept(record):
             bench.worker(kind, "tiny", steps=1, warmup=0, device="cpu", threads=1)
-        made[kind] = ("heap" in calls, "ScaledDotProductAttentionFunction" in calls, "SoftmaxFunction" in calls)
+        made[kind] = ("heap" in calls, "FastAttention" in calls, "SoftmaxFunction" in calls)
     assert made == {"minigrad": (True, False, True), "minigrad-fused": (True, True, False),
                     "torch": (False, False, False), "torch-sdpa": (False, False, False)}
     for kind, fused in (("minigrad-profile", False), ("minigrad-fused-profile", True)):
         calls.clear()
         profile = bench.worker(kind, "tiny", steps=1, warmup=0, device="cpu", threads=1)
         assert calls == ["heap"]
-        assert ("ScaledDotProductAttentionFunction" in {r["name"] for r in profile["primitives"]}) == fused
+        assert ("FastAttention" in {r["name"] for r in profile["primitives"]}) == fused
 
 
 def test_a_failing_worker_says_which_and_why():
@@ -136,7 +136,7 @@ def test_profile_covers_every_primitive_of_a_step_and_adds_up(fused):
     profile = bench.profile_primitives("tiny", steps=2, warmup=1, fused=fused)
 
     assert {r["name"] for r in profile["primitives"]} == used
-    assert ("ScaledDotProductAttentionFunction" in used) == fused
+    assert ("FastAttention" in used) == fused
     rows = bench.profile_rows(profile)
     assert all(t >= 0 for _, fwd, bwd, total in rows for t in (fwd or 0, bwd or 0, total))  # [engine] too
     assert [label for label, *_ in rows[-2:]] == ["[engine]", "[optimizer]"]
@@ -193,7 +193,7 @@ def test_profile_command_prints_both_breakdowns(tmp_path, capsys):
     assert len(ours) == len(MINE)
     for p in ours:
         assert p["phases_ms"]["step"] > 0 and p["primitives"]
-    assert any(r["name"] == "ScaledDotProductAttentionFunction" for r in ours[1]["primitives"])  # fused
+    assert any(r["name"] == "FastAttention" for r in ours[1]["primitives"])  # fused
     for p in (theirs, sdpa):
         assert p["clock"] == "CPU" and p["ops"] and p["total_self_ms"] >= sum(op["self_ms"] for op in p["ops"])
     assert any("scaled_dot_product" in op["name"] for op in sdpa["ops"])

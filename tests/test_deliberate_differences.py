@@ -19,10 +19,10 @@ def test_the_array_underneath_is_x_array_and_grad_and_data_are_tensors():
     assert isinstance(x.grad, mg.Tensor) and isinstance(x.data, mg.Tensor)
 
 
-def test_create_graph_needs_a_second_formula_for_a_function_of_your_own():
-    """Gradients of gradients run each primitive's backward written in tensor ops; a Function in minigrad's own
-    protocol, whose backward is on arrays, is refused under create_graph=True until it registers one. PyTorch's
-    Function differentiates its backward as written."""
+def test_create_graph_needs_a_backward_written_against_xp_for_a_function_of_your_own():
+    """Gradients of gradients run each primitive's one backward on tensors; a Function in minigrad's own protocol,
+    whose backward is on arrays, is refused under create_graph=True until it is written against xp and self.saved
+    (graph_backward = True). PyTorch's Function differentiates its backward as written."""
 
     class Square(mg.Function):
         def forward(self, x):
@@ -33,7 +33,7 @@ def test_create_graph_needs_a_second_formula_for_a_function_of_your_own():
             return (2 * self.x * dout,)
 
     x = mg.tensor([1.0, 2.0], requires_grad=True)
-    with pytest.raises(NotImplementedError, match="square: create_graph=True needs a backward written in tensor ops"):
+    with pytest.raises(NotImplementedError, match="create_graph=True: Square.backward computes on arrays"):
         mg.autograd.grad(Square.apply(x).sum(), [x], create_graph=True)
     (g,) = mg.autograd.grad((x * x).sum(), [x], create_graph=True)  # the primitives have theirs
     assert g.requires_grad

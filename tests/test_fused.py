@@ -146,12 +146,12 @@ def test_attention_node_runs_only_under_the_switch_and_never_with_a_trace():
     x = mg.randn(2, 5, 8)
     assert "ScaledDotProductAttentionFunction" not in _nodes(attn, x)
     with mg.fused():
-        assert "ScaledDotProductAttentionFunction" in _nodes(attn, x)
+        assert "FastAttention" in _nodes(attn, x)  # attention's twin that reuses its buffers (minigrad/twins.py)
         trace = []
         attn(x, trace=trace)  # a trace asks for the steps: they run written out
         assert set(trace[0]) == {"q", "k", "v", "scores", "weights", "out"}
         with mg.fused(False):
-            assert "ScaledDotProductAttentionFunction" not in _nodes(attn, x)
+            assert not {"ScaledDotProductAttentionFunction", "FastAttention"} & set(_nodes(attn, x))
         assert mg.is_fused_enabled()
     assert not mg.is_fused_enabled()
 

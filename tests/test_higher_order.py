@@ -1,5 +1,5 @@
 """Gradients of gradients (create_graph=True, issue 39): every row of the gradcheck table gets the same gradient from
-the formula in tensor ops (minigrad/second_order.py) as from its array backward, and passes gradgradcheck; second
+its one backward formula run on tensors (create_graph=True) as run on arrays, and passes gradgradcheck; second
 derivatives of every primitive against PyTorch's; PyTorch's own test_hessian_vector, test_grad, test_grad_nonleaf and
 the create_graph half of test_accumulate_grad, ported; hooks, retain_grad, version checks, mg.compiled(), mg.fused()
 and the CuPy stand-in.
@@ -24,8 +24,9 @@ NO_SECOND_DERIVATIVE = {
     "add", "add broadcast", "add scalar tensor", "add trailing", "sub broadcast", "sub x - x", "mul python scalar",
     "neg", "sum all", "sum axis 0", "sum axes (0, 2) keepdims", "mean all", "mean axis 1", "mean axis -1 keepdims",
     "max all", "amax axis 1", "amax axes (0, 2) keepdims", "max dim 1 values", "max dim 0 keepdim values", "reshape",
-    "reshape -1", "permute", "transpose two dims", "transpose .T", "getitem slices", "getitem int and None",
-    "getitem repeated ints", "getitem columns", "softmax of a scalar", "log_softmax of a scalar",
+    "reshape -1", "permute", "transpose two dims", "transpose .T", "swapaxes", "broadcast_to", "getitem slices",
+    "getitem int and None", "getitem repeated ints", "getitem columns", "softmax of a scalar",
+    "log_softmax of a scalar",
     "masked_fill broadcast mask", "masked_fill row mask", "embedding repeated indices", "relu", "dropout", "cat dim 1",
     "cat three", "leaky_relu", "leaky_relu slope 0.2", "abs", "maximum broadcast", "maximum batched",
     "maximum python scalar", "minimum broadcast", "where broadcast", "where batched", "where python scalar", "clamp",
@@ -88,6 +89,7 @@ def test_the_named_rows_are_rows_of_the_table() -> None:
 
 _T = np.array([[1, 0, 4], [2, 2, 3]])
 _MASK = np.array([[True, False, False, True], [False, True, False, False], [False, False, True, True]])
+_ZEROS = np.array([[1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0]])  # one zero, two, none
 _IDX = np.array([[0, 0, 3], [1, 2, 1], [3, 3, 3]])
 
 # (name, f(m, F, T, *inputs) for m = mg or torch, F its functional, T its tensor(), input shapes, positive inputs)
@@ -99,7 +101,8 @@ TORCH_TABLE = [
     ("exp log sqrt", lambda m, F, T, x: x.exp() + x.log() + x.sqrt(), ((2, 3),), True),
     ("tanh sigmoid", lambda m, F, T, x: x.tanh() * x.sigmoid(), ((2, 3),), False),
     ("rsqrt", lambda m, F, T, x: x.rsqrt(), ((2, 3),), True),
-    ("sin cos erf", lambda m, F, T, x: x.sin() * x.cos() + x.erf(), ((2, 3),), False),
+    ("sin cos erf erfc", lambda m, F, T, x: x.sin() * x.cos() + x.erf() * x.erfc(), ((2, 3),), False),
+    ("prod with a zero", lambda m, F, T, x: (x * T(_ZEROS)).prod(1), ((3, 4),), False),
     ("abs maximum minimum", lambda m, F, T, a, b: (m.maximum(a, b) * m.minimum(a, b) * a.abs()), ((3, 4), (4,)),
      False),
     ("where clamp masked_fill", lambda m, F, T, a, b: m.where(T(_MASK), a, b) * a.clamp(min=-0.5, max=0.7)
@@ -355,8 +358,27 @@ def test_grad_outputs_in_the_graph_give_a_jacobian_vector_product() -> None:
 def test_gradgradcheck_catches_a_wrong_second_formula() -> None:
     """A formula that treats x as a constant gives the right gradient, so gradcheck passes, but the wrong second
     derivative: gradgradcheck names it."""
-    from minigrad.second_order import formula, saved_input
 
+    class Cube(mg.Function):
+        graph_backward = True
+        keeps_x = None  # where self.saved finds x: None, a constant (wrong); 0, input 0 of the graph (right)
+
+        def forward(self, x):
+            self.x = x
+            return x**3
+
+        def backward(self, dout):
+            return (3 * self.saved(self.x, self.keeps_x) ** 2 * dout,)
+
+    x = mg.tensor(np.array([0.5, -1.5, 2.0]), requires_grad=True)
+    assert mg.gradcheck(Cube.apply, x)
+    with pytest.raises(mg.GradcheckError, match="input 0"):
+        mg.gradgradcheck(Cube.apply, x)
+    Cube.keeps_x = 0
+    assert mg.gradgradcheck(Cube.apply, x)
+
+
+def test_an_array_backward_runs_first_order_and_refuses_create_graph_in_one_line() -> None:
     class Cube(mg.Function):
         def forward(self, x):
             self.x = x
@@ -365,32 +387,59 @@ def test_gradgradcheck_catches_a_wrong_second_formula() -> None:
         def backward(self, dout):
             return (3 * self.x**2 * dout,)
 
-    @formula(Cube)
-    def cube_graph(node, dout):
-        return (dout * 3 * saved_input(node, 0, node.x).detach() ** 2,)  # wrong: x cut off from the graph
-
     x = mg.tensor(np.array([0.5, -1.5, 2.0]), requires_grad=True)
     assert mg.gradcheck(Cube.apply, x)
-    with pytest.raises(mg.GradcheckError, match="input 0"):
-        mg.gradgradcheck(Cube.apply, x)
+    with pytest.raises(NotImplementedError, match=r"^create_graph=True: Cube.backward computes on arrays[^\n]*$"):
+        mg.autograd.grad(Cube.apply(x).sum(), x, create_graph=True)
 
-    @formula(Cube)
-    def cube_graph_right(node, dout):
-        return (dout * 3 * saved_input(node, 0, node.x) ** 2,)
 
-    assert mg.gradgradcheck(Cube.apply, x)
+def test_the_deprecated_formula_and_sum_to_still_work() -> None:
+    """minigrad.second_order.formula registers a second formula for create_graph=True, and sum_to sums a tensor back
+    to a shape, each with a DeprecationWarning, for one release."""
+    from minigrad.second_order import formula, sum_to
+
+    class Square(mg.Function):
+        def forward(self, x):
+            self.x = x
+            return x * x
+
+        def backward(self, dout):
+            return (2 * self.x * dout,)
+
+    with pytest.warns(DeprecationWarning, match="formula is deprecated"):
+        @formula(Square)
+        def square_graph(node, dout):
+            return (2 * node.mg_parents[0] * dout,)  # x is a leaf here: its edge is the tensor itself
+
+    x = mg.tensor(np.array([0.5, -1.5, 2.0]), requires_grad=True)
+    g, = mg.autograd.grad(Square.apply(x).sum(), x, create_graph=True)
+    h, = mg.autograd.grad((g * g).sum(), x)
+    np.testing.assert_allclose(h.numpy(), 8 * x.numpy())  # d/dx (2x)^2 = 8x
+    with pytest.warns(DeprecationWarning, match="sum_to is deprecated"):
+        summed = sum_to(mg.ones(2, 3), (1, 3))
+    np.testing.assert_array_equal(summed.numpy(), np.full((1, 3), 2.0))
+
+
+def test_a_gelu_twin_that_saved_its_slope_refuses_create_graph_in_one_line() -> None:
+    """mg.fused()'s GELU saves dy/dx, not x: create_graph=True through it is refused, naming it."""
+    x = mg.tensor(np.array([0.5, -1.5, 2.0]), requires_grad=True)
+    with mg.fused():
+        y = F.gelu(x).sum()
+    with pytest.raises(NotImplementedError, match=r"^create_graph=True: FastGeluErf.backward"):
+        mg.autograd.grad(y, x, create_graph=True)
 
 
 def test_compiled_runs_the_same_formulas() -> None:
-    """Under mg.compiled() the compiled Functions' nodes take their teaching Function's formula: the same gradients
-    and second derivatives as without it (float32, where the kernels run)."""
+    """Under mg.compiled() the compiled Functions' nodes run their teaching Function's formula under create_graph=True:
+    the same gradients and second derivatives as without it (float32, where the kernels run; the GELU twin, which
+    saves dy/dx, refuses, above)."""
     pytest.importorskip("numba")
     rng = np.random.default_rng(0)
     values = [rng.standard_normal(s).astype(np.float32) for s in ((2, 4, 8), (8,), (8,), (16, 8))]
 
     def run():
         x, g, b, w = (mg.tensor(v, requires_grad=True) for v in values)
-        h = F.gelu(F.layer_norm(x, (8,), g, b) @ w.T, approximate="tanh")
+        h = F.relu(F.layer_norm(x, (8,), g, b) @ w.T)
         out = F.scaled_dot_product_attention(h, h, h, is_causal=True).softmax(-1)
         grads = mg.autograd.grad((out * out).sum(), [x, g, w], create_graph=True)
         second = mg.autograd.grad(sum((d * d).sum() for d in grads), [x, g, b, w])
@@ -437,3 +486,23 @@ def test_second_derivatives_on_the_gpu_match_the_cpu() -> None:
 
     for a, b in zip(run("cuda"), run("cpu"), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_no_node_keeps_its_own_output_and_release_drops_the_tensors_kept():
+    """The tensors a backward makes of what its node saved are its own, not kept on the node (no node holds its own
+    output: no reference cycle); the nodes made for derived quantities (layer norm's xhat and rstd) hold tensors, and
+    release(), after the backward that goes through them, drops those as it drops arrays."""
+    from minigrad.core import graph_order
+
+    rng = np.random.default_rng(0)
+    x = mg.tensor(rng.standard_normal((3, 5)), requires_grad=True)
+    w = mg.tensor(rng.standard_normal(5), requires_grad=True)
+    out = (F.layer_norm(x, 5, w).exp() * mg.tensor(rng.standard_normal((3, 5)))).sum()
+    g, = mg.autograd.grad(out, x, create_graph=True)
+    nodes = [n for n in graph_order(g.grad_fn, out.grad_fn) if isinstance(n, mg.Function)]
+    kept = [(n, v) for n in nodes for v in vars(n).values() if isinstance(v, mg.Tensor)]
+    assert kept, "the derived nodes keep tensors"
+    assert not [n for n, v in kept if v.grad_fn is n]
+    (g * g).sum().backward()  # first order, retain_graph=False: every node it went through is released
+    assert not [(type(n).__name__, k) for n in graph_order(g.grad_fn) if isinstance(n, mg.Function)
+                for k, v in vars(n).items() if isinstance(v, mg.Tensor)]

@@ -88,9 +88,9 @@ def _values(shape, seed=0):
     return x
 
 
-def _run(fn, shapes, compiled, values, seed=0):
+def _run(fn, shapes, compiled, values, seed=0, fused=False):
     """fn's output and its inputs' gradients in float32, for a random upstream gradient, with or without the
-    kernels; also the names of the Functions that ran."""
+    kernels (or with the in-place twins they compile, fused=True); also the Functions that ran."""
     rng = np.random.default_rng(seed)
     mg.manual_seed(seed)  # the same dropout masks on both paths
     xs = [mg.tensor(v, dtype=mg.float32, requires_grad=True) for v in values(shapes, seed)]
@@ -100,7 +100,7 @@ def _run(fn, shapes, compiled, values, seed=0):
         ran.append(type(node))
         return run()
 
-    with np.errstate(invalid="ignore"), mg.compiled(compiled), intercept(record):
+    with np.errstate(invalid="ignore"), mg.compiled(compiled), mg.fused(fused), intercept(record):
         out = fn(*xs)
     with np.errstate(invalid="ignore"):  # inf * 0 in the corners: NaN, on both paths alike
         out.backward(rng.standard_normal(out.shape).astype(np.float32))
@@ -164,7 +164,8 @@ CASES = {  # name: (fn, input shapes, input values)
 @pytest.mark.parametrize("case", list(CASES))
 def test_each_kernel_equals_the_numpy_code_it_compiles(case):
     fn, shapes, values = CASES[case]
-    plain, ran_plain = _run(fn, shapes, compiled=False, values=values)
+    _, ran_plain = _run(fn, shapes, compiled=False, values=values)
+    plain, _ = _run(fn, shapes, compiled=False, values=values, fused=True)  # the NumPy code the kernels compile
     compiled, ran_compiled = _run(fn, shapes, compiled=True, values=values)
     # the same graph, each teaching Function replaced by its compiled implementation where it has one
     assert ran_compiled == [IMPLEMENTATIONS.get(cls, cls) for cls in ran_plain]
@@ -408,7 +409,8 @@ def test_where_no_kernel_applies_the_numpy_code_runs_bit_for_bit(monkeypatch):
          lambda x: F.scaled_dot_product_attention(x, x, x, attn_mask=np.tril(np.ones((4, 6, 6), bool)))),
     ]
     for x, fn in cases:
-        plain = fn(x).numpy()
+        with mg.fused():  # the in-place twins, whose NumPy code the kernels compile and fall back to
+            plain = fn(x).numpy()
         with mg.compiled():
             compiled = fn(x).numpy()
         np.testing.assert_array_equal(compiled, plain)

@@ -134,10 +134,10 @@ def trace_second_iteration(argv: list[str]) -> set[tuple[str, str]]:
 
 # the teaching Functions of the default run's step (GPT, tanh GELU, attention written out), each forward and backward
 TEACHING = {f"{cls}.{method}" for cls in ("EmbeddingFunction", "LayerNormFunction", "LinearFunction", "MatMul",
-                                          "SoftmaxFunction", "SlopeFunction", "CrossEntropyFunction", "Add", "Mul",
+                                          "SoftmaxFunction", "GeluFunction", "CrossEntropyFunction", "Add", "Mul",
                                           "Where", "Reshape", "Permute")
             for method in ("forward", "backward")}
-SPEED_FILES = {"minigrad/kernels.py", "minigrad/compiled_functions.py"}
+SPEED_FILES = {"minigrad/kernels.py", "minigrad/compiled_functions.py", "minigrad/twins.py"}
 
 
 def test_the_default_step_enters_every_teaching_function_and_no_kernel(capsys):
@@ -156,21 +156,23 @@ def test_the_compiled_step_runs_the_compiled_implementations_instead(capsys):
     names = {q for _, q in called}
     assert {"CompiledLayerNorm.forward", "CompiledLayerNorm.backward", "CompiledSlope.forward",
             "CompiledSlope.backward", "CompiledAttention.weights", "CompiledAttention.softmax_backward",
-            "CompiledEmbedding.add_rows"} <= names
+            "CompiledEmbedding.backward"} <= names
     assert {("minigrad/kernels.py", k) for k in ("layer_norm_forward", "layer_norm_backward", "gelu_tanh",
                                                   "multiply", "attention_weights", "softmax_backward", "add_rows",
                                                   "adam")} <= called
-    replaced = {"LayerNormFunction.forward", "LayerNormFunction.backward", "SlopeFunction.forward",
-                "SlopeFunction.backward", "ScaledDotProductAttentionFunction.weights",
-                "ScaledDotProductAttentionFunction.softmax_backward", "SoftmaxFunction.backward"}
+    replaced = {"LayerNormFunction.forward", "LayerNormFunction.backward", "FastLayerNorm.forward",
+                "FastLayerNorm.backward", "GeluFunction.forward", "GeluFunction.backward", "SlopeFunction.forward",
+                "SlopeFunction.backward", "ScaledDotProductAttentionFunction.weights", "FastAttention.weights",
+                "ScaledDotProductAttentionFunction.backward", "FastAttention.softmax_backward",
+                "SoftmaxFunction.backward", "EmbeddingFunction.backward"}
     assert not names & replaced, sorted(names & replaced)
     assert ("minigrad/matmul.py", "product") not in called  # every product on the kernels' threads
 
 
 def test_the_fused_path_runs_only_when_asked_for(capsys):
     called = {q for _, q in trace_second_iteration(["--fused"])}
-    assert {"ScaledDotProductAttentionFunction.forward", "ScaledDotProductAttentionFunction.backward",
-            "Adam.fused_step"} <= called
+    assert {"ScaledDotProductAttentionFunction.forward", "FastAttention.weights", "FastAttention.backward",
+            "FastLayerNorm.forward", "FastLayerNorm.backward", "SlopeFunction.forward", "Adam.fused_step"} <= called
     assert "SoftmaxFunction.forward" not in called and "Adam.update" not in called
     assert "Adam.update" in {q for _, q in trace_second_iteration([])}
 
@@ -240,7 +242,7 @@ def test_every_point_of_the_contract_is_provided_by_the_module_that_implements_i
     provider = {name: getattr(core.contract, name).__module__ for name in core.Contract.__slots__}
     assert provider == {"run_hooks": "minigrad.hooks", "capture": "minigrad.autograd",
                         "check_versions": "minigrad.versions", "count_write": "minigrad.versions",
-                        "differentiable_backward": "minigrad.autograd",
+                        "saved_version": "minigrad.versions",
                         "node_of": "minigrad.versions", "share_version": "minigrad.versions",
                         "chosen_inputs": "minigrad.autograd"}
     for name in provider:  # each called on a line of the core
