@@ -11,6 +11,7 @@ docs/torch-coverage.md and the README's line of figures, which tests/test_torch_
 
 from __future__ import annotations
 
+import argparse
 import functools
 import inspect
 import re
@@ -136,7 +137,10 @@ def readme_with_figures(readme: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv == ["--counts"]:
+    parser = argparse.ArgumentParser(prog="scripts/torch_coverage.py", description="Write docs/torch-coverage.md and "
+                                     "the README's line of figures from the installed torch (2.13).")
+    parser.add_argument("--counts", action="store_true", help="only print the counts per namespace")
+    if parser.parse_args(argv).counts:
         for label, n, same, refused, missing in counts(table()):
             print(f"{label}: {same} of {n} the same, {refused} refused, {missing} missing")
         return 0

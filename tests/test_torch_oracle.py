@@ -261,6 +261,13 @@ TORCH.update({
     "BCEWithLogitsLoss layer": lambda x: torch.nn.BCEWithLogitsLoss(pos_weight=_t(_POS_WEIGHT))(x, _t(_PROBS)),
 })
 
+TORCH.update({  # the names of PyTorch's namespace beyond the teaching set (minigrad/pointwise.py, indexing.py)
+    "scatter_add repeated places": lambda x, s: torch.scatter_add(x, 1, _t(_GATHER_1), s),
+    "index_add": lambda x, s: x.index_add(0, torch.tensor([2, 0, 2]), s, alpha=0.5),
+    "log10 log2 log1p": lambda x: x.log10() * x.log2() + x.log1p(),
+    "expm1": torch.expm1,
+})
+
 # CASES entries with no torch counterpart, and why
 EXEMPT = {
     "dropout": "torch draws its own random mask, so values cannot match; test_autograd checks dropout's mask and scale",
