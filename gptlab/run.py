@@ -430,12 +430,12 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
             f"; {task.tokenizer.kind} tokenizer, {len(task.vocab)} tokens; context {task.seq_len - 1} tokens"
             if isinstance(task, TextTask) else ""))
         c, accum = model.config, settings["grad_accum"]
+        stop = StopRequest()  # before the line that tells a watcher training has begun: a SIGTERM after it is caught
         print(f"model: {model.num_parameters():,} parameters, width {c.n_embd}, {c.n_head} heads, "
               f"{c.n_layer} layers" + (f", from {settings['init_from']}" if settings["init_from"] else "")
               + f"; {settings['steps']} steps of {per_step} sequences"
               + (f" ({accum} passes of {settings['batch_size']})" if accum > 1 else "") + f" on {args.device}"
               + (f", {per_rank} on each of {world.size} ranks" if world.size > 1 else ""))
-        stop = StopRequest()
         bar = tqdm(total=settings["steps"], initial=step, disable=None if world.rank == 0 else True, unit="step",
                    dynamic_ncols=True)
         run = Run(args, settings, task, split(task, seed=HELDOUT_SEED), model, opt, data_rng, step, world, stop, bar,
