@@ -37,7 +37,7 @@ def test_a_run_logs_each_estimate_and_ends_with_the_final_line(tmp_path, capsys)
     rows = read_log(str(tmp_path / "metrics.csv"))
     assert [row["step"] for row in rows] == [4, 8, 10]
     estimates = re.findall(r"step\s+(\d+)  train loss ([\d.]+)  val loss ([\d.]+)", printed)
-    for (step, train_loss, val_loss), row in zip(estimates[:-1], rows):  # the rows before the last: as printed
+    for (step, train_loss, val_loss), row in zip(estimates[:-1], rows[:-1], strict=True):  # before the last: as printed
         assert (int(step), float(train_loss), float(val_loss)) == (row["step"], round(row["train_loss"], 4),
                                                                     round(row["val_loss"], 4))
     final = final_line(printed)

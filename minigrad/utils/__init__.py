@@ -1,7 +1,8 @@
 """torch.utils's names that training programs import: `minigrad.utils.data` (Dataset, TensorDataset, DataLoader and
 the samplers), loaded in the main process; also as `minigrad.utils.data.dataloader`, the module that makemore and
 minGPT import DataLoader from in PyTorch (`from torch.utils.data.dataloader import DataLoader`); and
-`minigrad.utils.tensorboard.SummaryWriter`, whose scalars go to a JSON-lines file (makemore imports it).
+`minigrad.utils.tensorboard.SummaryWriter`, whose scalars go to TensorBoard's event files, or without the tensorboard
+package to a JSON-lines file (makemore imports it).
 """
 
 import sys
