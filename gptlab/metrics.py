@@ -34,22 +34,22 @@ def read_log(path: str) -> list[dict[str, float]]:
 
 class MetricsLog:
     """--out/metrics.csv, one row per estimate, each flushed as it is written, so a run that dies leaves its rows.
-    A fresh run starts a new log (an earlier run's is kept under a dated name, metrics-2025-01-31-142501.csv); a resumed
-    one keeps the rows up to the checkpoint's step, drops those after it (written by a run that died after its last
-    checkpoint, or past --keep-best's), in one atomic replace, and appends, its elapsed time going on from theirs."""
+    A resumed run keeps the rows up to the checkpoint's step, drops those after it (written by a run that died after
+    its last checkpoint, or past --keep-best's), in one atomic rewrite, and appends, its elapsed time going on from
+    theirs. A fresh run starts a new log at its first row or checkpoint (begin), whichever comes first: until then an
+    earlier run's log stays beside the earlier checkpoint, then it is kept under a dated name, as that checkpoint is
+    (metrics-2025-01-31-142501.csv)."""
 
     def __init__(self, out: str, resume_step: int | None) -> None:
-        self.path = os.path.join(out, METRICS)
+        self.path, self.file = os.path.join(out, METRICS), None
         self.elapsed_before, self.started = 0.0, time.perf_counter()
-        kept: list[dict[str, float]] = []
-        if resume_step is None and os.path.exists(self.path):
-            os.replace(self.path, dated_name(self.path))
-        elif resume_step is not None and os.path.exists(self.path):
-            kept = [row for row in read_log(self.path) if row["step"] <= resume_step]
+        if resume_step is not None:
+            kept = [row for row in read_log(self.path) if row["step"] <= resume_step] \
+                if os.path.exists(self.path) else []
             self.elapsed_before = kept[-1]["elapsed_s"] if kept else 0.0
-        write_atomically(self.path, "the metrics log", lambda tmp: self.write_rows(tmp, kept))
-        self.file = open(self.path, "a", newline="", encoding="utf-8")
-        self.writer = csv.writer(self.file)
+            write_atomically(self.path, "the metrics log", lambda tmp: self.write_rows(tmp, kept))
+            self.file = open(self.path, "a", newline="", encoding="utf-8")
+        self.writer = None if self.file is None else csv.writer(self.file)
 
     @staticmethod
     def write_rows(path: str, rows: list[dict[str, float]]) -> None:
@@ -58,8 +58,18 @@ class MetricsLog:
             writer.writerow(COLUMNS)
             writer.writerows([row[key] for key in COLUMNS] for row in rows)
 
+    def begin(self) -> None:
+        """A fresh run's log, once: an earlier one goes aside under a dated name; a new one starts with the header."""
+        if self.file is None:
+            if os.path.exists(self.path):
+                os.replace(self.path, dated_name(self.path))
+            self.file = open(self.path, "w", newline="", encoding="utf-8")
+            self.writer = csv.writer(self.file)
+            self.writer.writerow(COLUMNS)
+
     def write(self, step: int, **values: float) -> dict[str, float]:
         """One row: the step, the values COLUMNS names, and the elapsed time; returned as written."""
+        self.begin()
         row = {"step": step, **{key: float(values[key]) for key in COLUMNS[1:-1]},
                "elapsed_s": round(self.elapsed_before + time.perf_counter() - self.started, 3)}
         self.writer.writerow([row[key] for key in COLUMNS])  # repr of a float: it reads back the same
@@ -67,7 +77,8 @@ class MetricsLog:
         return row
 
     def close(self) -> None:
-        self.file.close()
+        if self.file is not None:
+            self.file.close()
 
 
 # ---- python train.py plot ----

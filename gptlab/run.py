@@ -263,6 +263,7 @@ class Run:
                     write()
             except RunFailed as err:  # a full disk: say what is left
                 raise RunFailed(f"{err}; {self.kept()}") from None
+            self.metrics.begin()  # the log goes with the checkpoint: a fresh run's first one puts the earlier aside
         self.saved_step = step
 
     def kept(self) -> str:
