@@ -119,8 +119,10 @@ CURVE_W, CURVE_H, MARGIN = 640, 220, 48  # the loss curve's picture, in pixels
 
 
 def curve_svg(points: dict[str, list[tuple[int, float]]]) -> str:
-    """The training (solid) and held-out (dashed) loss against the step, as an SVG picture: points maps "train" and
-    "val" to (step, loss) pairs, from the run's metrics log (gptlab/metrics.py, loss_points)."""
+    """The training (solid) and held-out (dashed) loss against the step, on a log scale (as train.py plot draws it),
+    as an SVG picture: points maps "train" and "val" to (step, loss) pairs, the loss above 0, from the run's metrics
+    log (gptlab/metrics.py, loss_points)."""
+    points = {part: [(x, math.log10(y)) for x, y in curve] for part, curve in points.items()}
     steps = [x for curve in points.values() for x, _ in curve]
     losses = [y for curve in points.values() for _, y in curve]
     x0, x1, y0, y1 = min(steps), max(max(steps), min(steps) + 1), min(losses), max(max(losses), min(losses) + 1e-9)
@@ -133,8 +135,8 @@ def curve_svg(points: dict[str, list[tuple[int, float]]]) -> str:
              f'<path class="axes" d="M{at(x0, y1)} L{at(x0, y0)} L{at(x1, y0)}"/>',
              f'<text x="{MARGIN}" y="{CURVE_H - MARGIN + 16}">{x0}</text>',
              f'<text x="{CURVE_W - MARGIN}" y="{CURVE_H - MARGIN + 16}">step {x1}</text>',
-             f'<text x="{MARGIN - 4}" y="{CURVE_H - MARGIN}" class="y">{y0:.3f}</text>',
-             f'<text x="{MARGIN - 4}" y="{MARGIN + 4}" class="y">{y1:.3f}</text>']
+             f'<text x="{MARGIN - 4}" y="{CURVE_H - MARGIN}" class="y">{10 ** y0:.2g}</text>',
+             f'<text x="{MARGIN - 4}" y="{MARGIN + 4}" class="y">{10 ** y1:.2g}</text>']
     for part, curve in points.items():
         parts.append(f'<polyline class="{part}" points="{" ".join(at(x, y) for x, y in curve)}"/>')
     parts.append(f'<text x="{CURVE_W - MARGIN}" y="{MARGIN - 24}" class="y">— training loss  - - held-out loss</text>')

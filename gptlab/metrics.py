@@ -115,8 +115,8 @@ def plot_main(argv: Sequence[str], prog: str = "train.py plot") -> int:
 
 
 def curves_figure(logs: dict[str, list[dict[str, float]]]) -> Any:
-    """A matplotlib Figure: above, each run's training loss (solid) and held-out loss (dashed) against the step; below,
-    its learning rate. One colour per run, named by its folder."""
+    """A matplotlib Figure: above, each run's training loss (solid) and held-out loss (dashed) against the step, on a
+    log scale; below, its learning rate. One colour per run, named by its folder."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -129,7 +129,8 @@ def curves_figure(logs: dict[str, list[dict[str, float]]]) -> Any:
         loss_ax.plot(steps, [row["train_loss"] for row in rows], color=colour, label=f"{name}: train")
         loss_ax.plot(steps, [row["val_loss"] for row in rows], color=colour, linestyle="--", label=f"{name}: val")
         lr_ax.plot(steps, [row["lr"] for row in rows], color=colour, label=name)
-    loss_ax.set_ylabel("loss (cross-entropy)")
+    loss_ax.set_yscale("log")  # a loss falls by orders of magnitude on a toy task: its tail stays readable
+    loss_ax.set_ylabel("loss (cross-entropy, log scale)")
     loss_ax.set_title("Loss against steps (dashed: held out; the last point: every held-out example)", fontsize=10)
     loss_ax.legend(fontsize=8)
     loss_ax.grid(alpha=0.3)
@@ -140,6 +141,7 @@ def curves_figure(logs: dict[str, list[dict[str, float]]]) -> Any:
 
 
 def loss_points(rows: list[dict[str, float]]) -> dict[str, list[tuple[int, float]]]:
-    """(step, loss) of the training and held-out curves, the finite ones: what the explain page draws."""
-    return {part: [(row["step"], row[f"{part}_loss"]) for row in rows if math.isfinite(row[f"{part}_loss"])]
-            for part in ("train", "val")}
+    """(step, loss) of the training and held-out curves, the finite losses above 0 (a log scale has no 0): what the
+    explain page draws."""
+    return {part: [(row["step"], row[f"{part}_loss"]) for row in rows
+                   if math.isfinite(row[f"{part}_loss"]) and row[f"{part}_loss"] > 0] for part in ("train", "val")}

@@ -150,8 +150,9 @@ def page_html_without_log(out: Path) -> str:
     return page_html(attention_steps(model.eval(), task, default_ids(task)))
 
 
-def test_loss_points_leave_out_what_is_not_finite():
-    rows = [{"step": 1, "train_loss": 2.0, "val_loss": math.nan}, {"step": 2, "train_loss": 1.0, "val_loss": 1.5}]
+def test_loss_points_leave_out_what_a_log_scale_cannot_show():
+    rows = [{"step": 1, "train_loss": 2.0, "val_loss": math.nan}, {"step": 2, "train_loss": 1.0, "val_loss": 1.5},
+            {"step": 3, "train_loss": 0.0, "val_loss": math.inf}]
     assert loss_points(rows) == {"train": [(1, 2.0), (2, 1.0)], "val": [(2, 1.5)]}
 
 
