@@ -531,7 +531,8 @@ def documented_commands() -> tuple[set[tuple[str, ...]], set[str]]:
 
 def test_the_docs_name_the_root_s_commands():
     scripts, modules = documented_commands()
-    assert {("train.py",), ("train.py", "explain"), ("train.py", "sample"), ("sample.py",)} <= scripts
+    assert {("train.py",), ("train.py", "explain"), ("train.py", "sample"), ("train.py", "plot"), ("sample.py",)} \
+        <= scripts
     assert {"benchmarks.bench", "minigrad.gradcheck_cases"} <= modules
 
 

@@ -225,6 +225,8 @@ def test_sample_init_from_prints_the_greedy_continuation(folders, capsys, name):
     code, out, err = run_main(capsys, "sample", "--init-from", str(path), "--prompt", "The lazy fox",
                               "--max-new-tokens", "8", "--top-k", "1")
     assert code == 0 and err == "", err
+    assert out.startswith("[The lazy fox]")  # the prompt first, marked off, then the model's text
+    out = out.removeprefix("[The lazy fox]")
     tokenizer, model = HFTokenizer.from_folder(str(path)), hf_load.load(str(path))
     ids = tokenizer.encode("The lazy fox")
     new = [int(i) for i in model.eval().generate(np.array([ids]), 8, temperature=0)[0, len(ids):]]
