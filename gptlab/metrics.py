@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from gptlab.settings import METRICS, FlagParser, UsageError, dated_name, write_atomically
+from gptlab.settings import METRICS, FlagParser, UsageError, check_writes, dated_name, run_files, write_atomically
 
 # the columns, in order: the step, the estimates at it (the last row: the final report's, over every held-out
 # example), the learning rate of that step, training tokens per second so far and seconds since the run began
@@ -90,10 +90,6 @@ def plot_main(argv: Sequence[str], prog: str = "train.py plot") -> int:
     p.add_argument("--png", metavar="FILE", help=f"the picture (default: {os.path.splitext(METRICS)[0]}.png in the "
                                                  "first folder)")
     args = p.parse_args(argv)
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise UsageError("plot needs matplotlib: pip install -e '.[plot]'") from None
     logs = {}
     for out in args.out:
         path = os.path.join(out, METRICS)
@@ -103,9 +99,14 @@ def plot_main(argv: Sequence[str], prog: str = "train.py plot") -> int:
     png = args.png or os.path.join(args.out[0], os.path.splitext(METRICS)[0] + ".png")
     if os.path.isdir(png) or not os.path.isdir(os.path.dirname(os.path.abspath(png))):
         raise UsageError(f"--png {png}: give a file name in a folder that exists")
+    check_writes({"--png": png}, {path: what for out in args.out for path, what in run_files(out).items()})
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError("plot needs matplotlib: pip install -e '.[plot]'") from None
+    fig = curves_figure(logs)
     import matplotlib.pyplot as plt
 
-    fig = curves_figure(logs)
     try:
         write_atomically(png, "--png", lambda tmp: fig.savefig(tmp, format="png", dpi=110))
     finally:

@@ -111,6 +111,12 @@ def test_plot_refuses_a_folder_without_a_log_in_one_line(tmp_path, capsys):
     assert len(err.splitlines()) == 1 and f"{tmp_path} has no metrics.csv" in err
 
 
+def test_plot_refuses_to_write_over_a_file_of_the_run(two_runs, capsys):
+    assert train.main(["plot", *map(str, two_runs), "--png", str(two_runs[1] / "metrics.csv")]) == 2
+    assert "is the metrics log of the run in" in capsys.readouterr().err
+    assert read_log(str(two_runs[1] / "metrics.csv"))  # untouched
+
+
 def test_plot_without_matplotlib_says_what_to_install(two_runs, monkeypatch, capsys):
     import builtins
 
