@@ -82,7 +82,7 @@ def estimate_loss(model: nn.Module, data: Split, rng: np.random.Generator, eval_
 def train(r: run.Run) -> int:
     """The loop, from step r.step to r.settings["steps"], then the held-out report; returns the exit status."""
     model, opt, s = r.model, r.opt, r.settings
-    step, loss, train_time, trained_tokens, train_loss = r.step, math.nan, 0.0, 0, math.nan
+    step, loss, train_time, trained_tokens, train_loss, lr = r.step, math.nan, 0.0, 0, math.nan, math.nan
     min_lr = s["lr"] / 10 if s["min_lr"] is None else s["min_lr"]
     while step < s["steps"]:
         start = time.perf_counter()
@@ -109,6 +109,9 @@ def train(r: run.Run) -> int:
             (train_loss, _), (val_loss, val_acc) = losses["train"], losses["val"]
             r.bar.write(f"step {step:5d}  train loss {train_loss:.4f}  val loss {val_loss:.4f}  val acc {val_acc:.2%}")
             improved, r.best_val = val_loss < r.best_val, min(val_loss, r.best_val)
+            if step < s["steps"] or stopping:  # the last step's row is the final one, below (nanoGPT: wandb.log)
+                r.log(step, train_loss=train_loss, val_loss=val_loss, val_acc=val_acc, lr=lr,
+                      tokens_per_s=trained_tokens / train_time)
         if (step % s["checkpoint_interval"] == 0 or step == s["steps"] or stopping) if s["always_save"] else improved:
             r.save(step)
         if stopping:  # every rank stops after the same step
@@ -116,7 +119,9 @@ def train(r: run.Run) -> int:
     r.bar.close()
     if r.world.rank == 0:
         val_loss, val_acc = evaluate(model, *r.data.heldout, s["batch_size"])  # all of the held-out examples
-        r.report(step, train_loss, val_loss, val_acc, trained_tokens / train_time if train_time else math.nan)
+        tokens_per_s = trained_tokens / train_time if train_time else math.nan
+        r.log(step, train_loss=train_loss, val_loss=val_loss, val_acc=val_acc, lr=lr, tokens_per_s=tokens_per_s)
+        r.report(step, train_loss, val_loss, val_acc, tokens_per_s)
     return 0
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import textwrap
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,10 +20,12 @@ import numpy as np
 import minigrad as mg
 from gptlab.checkpoint import load_checkpoint, restore
 from gptlab.explain_page import page_html
+from gptlab.metrics import loss_points, read_log
 from gptlab.settings import (
     CHECKPOINT,
     DTYPES,
     HELDOUT_SEED,
+    METRICS,
     FlagParser,
     UsageError,
     check_writes,
@@ -30,6 +33,7 @@ from gptlab.settings import (
     load_pretrained,
     prompt_ids,
     run_files,
+    write_atomically,
 )
 from gptlab.tasks import Task, split
 from gptlab.tokenizer import HFTokenizer
@@ -104,7 +108,9 @@ def explain_main(argv: Sequence[str], prog: str = "train.py explain") -> int:
     if args.graph:
         write_graph(graph, args.graph)
     if args.html:
-        write_page(steps, args.html, graph)
+        log = os.path.join(args.out, METRICS)
+        curve = loss_points(read_log(log)) if not args.init_from and os.path.isfile(log) else None
+        write_page(steps, args.html, graph, curve)
     return 0
 
 
@@ -326,13 +332,16 @@ def explain_example(model: nn.Module, task: Task, ids: Sequence[int], layer: int
     return steps
 
 
+TABLE_WIDTH = 100  # columns: the b line wraps at this width, and a longer prompt is cut in the title
+
+
 def table(steps: Steps) -> str:
     """The text walkthrough of steps.query in the layer and head explain picks for it."""
     i, tokens = steps.query, steps.labels
     layer, head, why_head = steps.heads[i]
     scores, w, share = (a[layer, head, i] for a in (steps.scores, steps.weights, steps.shares))  # each (T,)
     lines = [f"\nAttention in layer {layer}, head {head}, for position {i} ({tokens[i]}) "
-             f"of {steps.text!r}; hs = {steps.q.shape[-1]}:",
+             f"of {shortened(steps.text, TABLE_WIDTH // 2)}; hs = {steps.q.shape[-1]}:",
              f"  why position {i}: {steps.why_query}",
              f"  why head {head} of layer {layer}: {why_head}",
              "  step 1  score_j = q . k_j / sqrt(hs): how well position j's key matches this query",
@@ -346,8 +355,19 @@ def table(steps: Steps) -> str:
         lines.append(f"  {j:>3}  {_pad(tokens[j], 8)} {scores[j]:>9.3f}  {'kept' if kept else '-inf':<8} "
                      f"{w[j]:>8.1%}  {f'{share[j]:>8.1%}' if kept else ''}".rstrip())
     terms = " + ".join(f"{w[j]:.2f}·v{j}" for j in range(len(tokens)) if steps.kept[i, j])
-    lines.append(f"  b{i} = {terms}")
+    start = f"  b{i} = "  # every term kept, on lines of TABLE_WIDTH columns under the first
+    lines += textwrap.wrap(terms, TABLE_WIDTH, initial_indent=start, subsequent_indent=" " * len(start),
+                           break_on_hyphens=False)
     return "\n".join(lines)
+
+
+def shortened(text: str, width: int) -> str:
+    """repr(text), or for a text longer than `width` characters its start and end around an ellipsis, with a note of
+    its length."""
+    if len(text) <= width:
+        return repr(text)
+    half = (width - 1) // 2
+    return f"{text[:half] + '…' + text[-half:]!r} (cut: {len(text)} characters)"
 
 
 def _pad(text: str, width: int) -> str:
@@ -398,20 +418,6 @@ def check_output(flag: str, path: str, example: str) -> None:
         raise UsageError(f"{flag} {path} is a folder; give a file name such as {os.path.join(path, example)}")
 
 
-def write_atomically(path: str, flag: str, write: Callable[[str], object]) -> None:
-    """write(tmp) fills a temporary file beside `path`, which then replaces `path`: the file is whole or not
-    there. A failure to write is a UsageError naming `flag`, and leaves no temporary file."""
-    tmp = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except OSError as err:
-        raise UsageError(f"cannot write {flag} {path}: {err}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def write_graph(graph: LayerGraph, path: str) -> None:
     """graph.draw() written to `path`, atomically: the DOT text, or the picture its suffix names."""
     picture, suffix = graph.draw(), Path(path).suffix.lower()
@@ -423,10 +429,12 @@ def write_graph(graph: LayerGraph, path: str) -> None:
           f"{graph.position})")
 
 
-def write_page(steps: Steps, path: str, graph: LayerGraph | None = None) -> None:
-    """The explain page of `steps` (explain_page.page_html), with the layer graph where given, written to `path`,
-    atomically."""
-    write_atomically(path, "--html", lambda tmp: Path(tmp).write_text(page_html(steps, graph), encoding="utf-8"))
+def write_page(steps: Steps, path: str, graph: LayerGraph | None = None,
+               curve: dict[str, list[tuple[int, float]]] | None = None) -> None:
+    """The explain page of `steps` (explain_page.page_html), with the layer graph and the loss curve where given,
+    written to `path`, atomically."""
+    page = page_html(steps, graph, curve)
+    write_atomically(path, "--html", lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))
     print(f"wrote {path}: open it in a browser")
 
 

@@ -1,6 +1,7 @@
 """The explain page: explain.Steps as one self-contained HTML file (inline CSS and JavaScript, the numbers as JSON, no
 network, no web fonts) where a reader clicks a token, a head and a key to see the four steps and the neuron view.
-`python train.py explain --html FILE` writes it; it needs only token strings and the model's trace. It reads a Steps
+`python train.py explain --html FILE` writes it; it needs only token strings and the model's trace (and, where the
+run's metrics log is there, its loss curve, drawn here as an SVG). It reads a Steps
 (and a LayerGraph: one layer's graph, laid out here without Graphviz) by their fields, so it imports nothing from
 explain.py, which imports it.
 """
@@ -114,12 +115,43 @@ def graph_svg(nodes: list[dict[str, Any]]) -> str:
     return "".join(parts) + "</svg>"
 
 
-def page_html(steps: Any, graph: Any = None) -> str:
-    """The whole page: the data as JSON in a script tag (with "<" escaped, so no token can end the tag)."""
+CURVE_W, CURVE_H, MARGIN = 640, 220, 48  # the loss curve's picture, in pixels
+
+
+def curve_svg(points: dict[str, list[tuple[int, float]]]) -> str:
+    """The training (solid) and held-out (dashed) loss against the step, on a log scale (as train.py plot draws it),
+    as an SVG picture: points maps "train" and "val" to (step, loss) pairs, the loss above 0, from the run's metrics
+    log (gptlab/metrics.py, loss_points)."""
+    points = {part: [(x, math.log10(y)) for x, y in curve] for part, curve in points.items()}
+    steps = [x for curve in points.values() for x, _ in curve]
+    losses = [y for curve in points.values() for _, y in curve]
+    x0, x1, y0, y1 = min(steps), max(max(steps), min(steps) + 1), min(losses), max(max(losses), min(losses) + 1e-9)
+
+    def at(x: float, y: float) -> str:  # a point of the plot in pixels: steps to the right, loss upwards
+        return (f"{MARGIN + (x - x0) / (x1 - x0) * (CURVE_W - 2 * MARGIN):.1f},"
+                f"{CURVE_H - MARGIN - (y - y0) / (y1 - y0) * (CURVE_H - 2 * MARGIN):.1f}")
+
+    parts = [f'<svg viewBox="0 0 {CURVE_W} {CURVE_H}" width="{CURVE_W}" height="{CURVE_H}" role="img">',
+             f'<path class="axes" d="M{at(x0, y1)} L{at(x0, y0)} L{at(x1, y0)}"/>',
+             f'<text x="{MARGIN}" y="{CURVE_H - MARGIN + 16}">{x0}</text>',
+             f'<text x="{CURVE_W - MARGIN}" y="{CURVE_H - MARGIN + 16}">step {x1}</text>',
+             f'<text x="{MARGIN - 4}" y="{CURVE_H - MARGIN}" class="y">{10 ** y0:.2g}</text>',
+             f'<text x="{MARGIN - 4}" y="{MARGIN + 4}" class="y">{10 ** y1:.2g}</text>']
+    for part, curve in points.items():
+        parts.append(f'<polyline class="{part}" points="{" ".join(at(x, y) for x, y in curve)}"/>')
+    parts.append(f'<text x="{CURVE_W - MARGIN}" y="{MARGIN - 24}" class="y">— training loss  - - held-out loss</text>')
+    return "".join(parts) + "</svg>"
+
+
+def page_html(steps: Any, graph: Any = None, curve: dict[str, list[tuple[int, float]]] | None = None) -> str:
+    """The whole page: the data as JSON in a script tag (with "<" escaped, so no token can end the tag); with curve
+    (the run's loss, as curve_svg reads it), a section showing it."""
     data = page_data(steps, graph)
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    training = "" if not curve else fill(TRAINING, picture=curve_svg(curve))
     return fill(PAGE, title=html.escape(f"Attention of every head for {steps.text!r}"), css=CSS, js=JS,
-                data=text.replace("<", "\\u003c"), graph="" if graph is None else graph_svg(data["graph"]["nodes"]))
+                data=text.replace("<", "\\u003c"), graph="" if graph is None else graph_svg(data["graph"]["nodes"]),
+                training=training)
 
 
 def fill(template: str, **values: str) -> str:
@@ -127,6 +159,14 @@ def fill(template: str, **values: str) -> str:
     read again, so a prompt holding "{js}" stays those four characters."""
     return re.sub("{(" + "|".join(values) + ")}", lambda m: values[m[1]], template)
 
+
+TRAINING = """<section id="training">
+  <h2>How the model learnt: its loss during training</h2>
+  <div id="curve">{picture}</div>
+  <p class="hint">From the run's metrics.csv: the loss on training examples (solid) and on held-out ones (dashed),
+    at each estimate; <code>python train.py plot</code> draws it with the learning rate.</p>
+</section>
+"""
 
 PAGE = """<!doctype html>
 <html lang="en">
@@ -145,7 +185,7 @@ PAGE = """<!doctype html>
     heatmap) for the neuron view. Every number is the trained model's own, as <code>train.py explain</code> prints
     it.</p>
 </header>
-<section>
+{training}<section>
   <h2>The query: the position whose attention is explained</h2>
   <div id="tokens" role="group" aria-label="tokens"></div>
   <p class="hint">Red: the query. Blue: the key taken apart in the neuron view.</p>
@@ -290,6 +330,11 @@ table.numbers { border-collapse: collapse; font-variant-numeric: tabular-nums; }
 ol.legend { margin: .3rem 0 .6rem; padding-left: 1.5rem; }
 #graph-note, #graph-steps { white-space: pre-line; }
 #graph-picture svg { display: block; max-width: 100%; height: auto; }
+#curve svg { display: block; max-width: 100%; height: auto; font: 11px var(--mono); }
+#curve .axes { fill: none; stroke: #777; }
+#curve polyline { fill: none; stroke: #1f77b4; stroke-width: 2; }
+#curve polyline.val { stroke: #ff7f0e; stroke-dasharray: 6 4; }
+#curve text.y { text-anchor: end; }
 #graph-picture text { text-anchor: middle; }
 #graph-picture text.shape { font-size: 10px; fill: #555; }
 #graph-picture .gnode { cursor: pointer; }

@@ -1,17 +1,18 @@
 """Everything around train.py's loop for one run: the flags and their checks, resume, the --out folder lock,
-Ctrl-C, the ranks of mpiexec, the memory estimate, the report at the end, and the explain / sample commands
-(`python train.py explain`, `python train.py sample`). train.py calls main(argv, loop).
+Ctrl-C, the ranks of mpiexec, the memory estimate, the metrics log, the report at the end, and the explain / sample /
+plot commands (`python train.py explain`, `python train.py sample`, `python train.py plot`). train.py calls
+main(argv, loop).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
 import os
 import shutil
 import signal
 import sys
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from tqdm import tqdm
 import minigrad as mg
 from gptlab.checkpoint import checkpoint_config, load_checkpoint, restore_task, resume_training, save_checkpoint
 from gptlab.explain import default_ids, explain_example, explain_main
+from gptlab.metrics import TAGS, MetricsLog, plot_main
 from gptlab.sample import sample_main
 from gptlab.settings import (
     ARCHITECTURES,
@@ -33,6 +35,7 @@ from gptlab.settings import (
     GELUS,
     HELDOUT_SEED,
     LOCK,
+    METRICS,
     MODEL_KEYS,
     PRESETS,
     TOKENIZERS,
@@ -46,6 +49,7 @@ from gptlab.settings import (
     check_device,
     check_settings,
     check_writes,
+    dated_name,
     flag,
     folder_files,
     initial_model,
@@ -59,6 +63,7 @@ from gptlab.tokenizer import BPE_VOCAB_SIZE
 from minigrad import backend, distributed, nn, runtime
 from minigrad.optim import AdamW, Optimizer, decay_groups
 from minigrad.tensor import increment_version
+from minigrad.utils.tensorboard import SummaryWriter
 from models import IGNORE_INDEX
 
 try:
@@ -68,12 +73,14 @@ except ImportError:
 
 
 def main(argv: Sequence[str] | None, loop: Callable[[Run], int]) -> int:
-    """python train.py [explain | sample] ...: the subcommands, or a training run whose loop is `loop`."""
+    """python train.py [explain | sample | plot] ...: the subcommands, or a training run whose loop is `loop`."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["explain"]:
         return run_cli(explain_main, argv[1:], "train.py explain")
     if argv[:1] == ["sample"]:
         return run_cli(lambda a: sample_main(a, prog="train.py sample"), argv[1:], "train.py sample")
+    if argv[:1] == ["plot"]:
+        return run_cli(plot_main, argv[1:], "train.py plot")
     return run_cli(lambda a: train(build_parser().parse_args(a), loop), argv, "train.py")
 
 
@@ -86,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
         "your own text. Tasks: " + "; ".join(f"{k}: {v}" for k, v in TASKS.items()) + ". In [brackets]: nanoGPT's "
         "name for a setting (docs/train-on-your-text.md).",
         epilog="Explain mode (the walkthrough's steps on a trained model): python train.py explain --help. "
-               "Sample mode (continue a prompt): python train.py sample --help")
+               "Sample mode (continue a prompt): python train.py sample --help. "
+               f"Curves of {METRICS}: python train.py plot --help")
     g = p.add_argument_group("task")
     g.add_argument("--task", choices=list(TASKS), help=f"what to learn (default {DEFAULTS['task']})")
     g.add_argument("--data", metavar="FILE", help="UTF-8 text file for --task text; the last 10%% is held out")
@@ -142,7 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--dist", choices=["mpi"], help="data-parallel over the processes of mpiexec, each on its "
                    "share of every step: mpiexec -n 2 python train.py --dist mpi (pip install -e '.[mpi]')")
     g = p.add_argument_group("output")
-    g.add_argument("--out", default="out", help="folder for the checkpoint (default ./out) [out_dir]")
+    g.add_argument("--out", default="out", help=f"folder for the checkpoint and the metrics log, {METRICS} (default "
+                   "./out) [out_dir]")
+    g.add_argument("--tensorboard", action="store_true", help="also write the metrics as TensorBoard event files in "
+                   "--out: tensorboard --logdir out (pip install -e '.[tensorboard]') [wandb_log]")
     g.add_argument("--resume", action="store_true", help=f"continue from --out/{CHECKPOINT} up to --steps "
                    "[init_from='resume']")
     g.add_argument("--always-save", dest="always_save", action="store_const", const=True, help="a checkpoint every "
@@ -205,6 +216,16 @@ class Run:
     earlier: bool = False  # an earlier run's checkpoint is at `path`, until this run's first one is saved
     rows: slice = field(default_factory=lambda: slice(None))  # this rank's share of every step's sequences
     best_val: float = math.inf  # the lowest held-out estimate so far: --keep-best saves when it falls
+    metrics: MetricsLog | None = None  # --out/metrics.csv, rank 0's
+    tensorboard: SummaryWriter | None = None  # --tensorboard, rank 0's
+
+    def log(self, step: int, **values: float) -> None:
+        """One row of the metrics log (COLUMNS of gptlab/metrics.py), and with --tensorboard the same scalars."""
+        row = self.metrics.write(step, **values)
+        if self.tensorboard is not None:
+            for key, tag in TAGS.items():
+                self.tensorboard.add_scalar(tag, row[key], step)
+            self.tensorboard.flush()
 
     def data_parallel_step(self, train_step: Callable[..., float], x: np.ndarray, y: np.ndarray) -> tuple[float, bool]:
         """train_step on this rank's rows of the step's sequences, in passes of --batch-size, weighted as one process
@@ -242,6 +263,7 @@ class Run:
                     write()
             except RunFailed as err:  # a full disk: say what is left
                 raise RunFailed(f"{err}; {self.kept()}") from None
+            self.metrics.begin()  # the log goes with the checkpoint: a fresh run's first one puts the earlier aside
         self.saved_step = step
 
     def kept(self) -> str:
@@ -343,6 +365,9 @@ def check_run(args: argparse.Namespace, world: distributed.World) -> tuple[Any, 
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise UsageError(f"--out {args.out} is a file, not a folder")
     check_device(args.device)
+    if args.tensorboard and importlib.util.find_spec("tensorboard") is None:
+        raise UsageError("--tensorboard needs the tensorboard package: pip install -e '.[tensorboard]' (without it, "
+                         f"the run's metrics are in --out/{METRICS})")
     if args.compiled:
         if args.device != "cpu":
             raise UsageError(f"--compiled: the compiled kernels run on the CPU; on --device {args.device} it would "
@@ -371,7 +396,8 @@ def check_run(args: argparse.Namespace, world: distributed.World) -> tuple[Any, 
     reads = {settings["data"]: "--data, the text the run reads"} if settings["data"] is not None else {}
     if settings["init_from"] is not None and not ckpt:
         reads.update(folder_files(settings["init_from"]))
-    check_writes({"the checkpoint": os.path.join(args.out, CHECKPOINT)}, reads, remedy="choose another --out")
+    check_writes({"the checkpoint": os.path.join(args.out, CHECKPOINT),
+                  "the metrics log": os.path.join(args.out, METRICS)}, reads, remedy="choose another --out")
     check_memory(config, settings, task.seq_len - 1, args.device, n_params)
     per_step = settings["batch_size"] * settings["grad_accum"]  # sequences per optimizer step
     if per_step % world.size:
@@ -438,11 +464,17 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
               + (f", {per_rank} on each of {world.size} ranks" if world.size > 1 else ""))
         bar = tqdm(total=settings["steps"], initial=step, disable=None if world.rank == 0 else True, unit="step",
                    dynamic_ncols=True)
+        resumed = step if ckpt else None
+        metrics = MetricsLog(args.out, resumed) if world.rank == 0 else None
+        # TensorBoard hides what an earlier run wrote after the checkpoint's step, as the log drops it
+        board = SummaryWriter(args.out, purge_step=None if resumed is None else resumed + 1) \
+            if args.tensorboard and world.rank == 0 else None
         run = Run(args, settings, task, split(task, seed=HELDOUT_SEED), model, opt, data_rng, step, world, stop, bar,
                   path, saved_step=step if args.resume else None,
                   earlier=world.rank == 0 and not args.resume and os.path.exists(path),
                   rows=slice(world.rank * per_rank, (world.rank + 1) * per_rank),
-                  best_val=math.inf if ckpt is None or ckpt["best_val"] is None else ckpt["best_val"])
+                  best_val=math.inf if ckpt is None or ckpt["best_val"] is None else ckpt["best_val"],
+                  metrics=metrics, tensorboard=board)
         # a diverging run overflows inside NumPy; the loop notices the non-finite loss itself and says so in one line
         try:
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"), mg.fused(args.fused or args.compiled), \
@@ -455,6 +487,9 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
         finally:
             bar.close()
             stop.restore()
+            for file in (metrics, board):
+                if file is not None:
+                    file.close()
 
 
 def keep_earlier(path: str, write: Callable[[], None]) -> str:
@@ -462,24 +497,19 @@ def keep_earlier(path: str, write: Callable[[], None]) -> str:
     name dated by when it was written (ckpt-2025-01-31-142501.npz; -2, -3, ... for two written in one second), never
     over another file: a fresh run destroys no checkpoint. At every moment `path` holds a whole checkpoint, the
     earlier one until write() replaces it (mg.save is atomic), so a run that dies leaves one where sample and --resume
-    look; if write() fails, the dated name is removed again. Returns that name. Safe from other runs under the lock."""
-    folder, name = os.path.split(path)
-    stem, ext = os.path.splitext(name)
-    dated = f"{stem}-{time.strftime('%Y-%m-%d-%H%M%S', time.localtime(os.path.getmtime(path)))}"
-    kept, n = dated + ext, 1
-    while os.path.exists(os.path.join(folder, kept)):
-        n += 1
-        kept = f"{dated}-{n}{ext}"
+    look; if write() fails, the dated name is removed again. Returns that name (no folder). Safe from other runs
+    under the lock."""
+    kept = dated_name(path)
     try:
-        os.link(path, os.path.join(folder, kept))  # a second name of the same file: nothing copied, nothing moved yet
+        os.link(path, kept)  # a second name of the same file: nothing copied, nothing moved yet
     except OSError:  # a file system without hard links
-        shutil.copy2(path, os.path.join(folder, kept))
+        shutil.copy2(path, kept)
     try:
         write()
     except BaseException:
-        os.unlink(os.path.join(folder, kept))  # `path` still holds it
+        os.unlink(kept)  # `path` still holds it
         raise
-    return kept
+    return os.path.basename(kept)
 
 
 @contextmanager

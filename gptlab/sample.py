@@ -1,6 +1,7 @@
 """Sample mode, as nanoGPT's sample.py: continue a prompt with the model trained in --out (`python train.py sample
 --prompt "我 吃 蘋果"`, or the root's `python sample.py`), or with a Hugging Face model (--init-from DIR), printing the
-new tokens as they come. A prompt longer than the block size is cropped to its last block_size tokens, as nanoGPT does.
+new tokens as they come, after the prompt they continue in [brackets]. A prompt longer than the block size is cropped
+to its last block_size tokens, as nanoGPT does, and shown cropped.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from gptlab.tasks import TextTask
 from gptlab.tokenizer import HFTokenizer
 from minigrad import backend
 
-PRETRAINED_NEW_TOKENS = 64  # --max-new-tokens of a loaded model, unless given
+PRETRAINED_NEW_TOKENS = 64  # --max-new-tokens of a loaded or fine-tuned model, unless given
+TEXT_NEW_TOKENS = 256  # --max-new-tokens of a model trained on --task text: a paragraph (nanoGPT's sample.py: 500)
 
 
 def sample_main(argv: Sequence[str], prog: str = "sample.py") -> int:
@@ -26,7 +28,8 @@ def sample_main(argv: Sequence[str], prog: str = "sample.py") -> int:
     p.add_argument("--out", default="out", help=f"folder holding {CHECKPOINT} (default ./out)")
     p.add_argument("--prompt", help="space-separated tokens (text for the text task); "
                                     "default: a held-out example's prompt")
-    p.add_argument("--max-new-tokens", type=int, help="tokens to add (default: as many as the task's answers have)")
+    p.add_argument("--max-new-tokens", type=int, help=f"tokens to add (default: {TEXT_NEW_TOKENS} for --task text, "
+                   f"{PRETRAINED_NEW_TOKENS} for a Hugging Face model, else as many as the task's answers have)")
     p.add_argument("--temperature", type=float, default=1.0,
                    help="above 0: below 1 sharper, above 1 more random (default 1.0); --top-k 1 is greedy")
     p.add_argument("--top-k", type=int, help="sample only among the k likeliest tokens (default: all)")
@@ -41,22 +44,26 @@ def sample_main(argv: Sequence[str], prog: str = "sample.py") -> int:
     if args.init_from:
         model, tokenizer = load_pretrained(args.init_from, args.dtype or "float32", args.device)
         ids = pretrained_prompt(tokenizer, args.prompt)
-        decode, stop, n_new, in_context = tokenizer.decode, tokenizer.eos_id, PRETRAINED_NEW_TOKENS, True
+        decode, stop, n_new, in_context, lead = tokenizer.decode, tokenizer.eos_id, PRETRAINED_NEW_TOKENS, True, ""
     else:
         if args.dtype is not None:
             raise UsageError("--dtype is for --init-from; a checkpoint in --out keeps the dtype it was trained in")
         task, model = restore(load_checkpoint(args.out), args.device)
         ids = prompt_ids(task, args.prompt)
-        decode, n_new = task.decode, task.seq_len - task.prompt_len  # as long as the task's answers
         in_context = isinstance(task, TextTask) and isinstance(task.tokenizer, HFTokenizer)  # fine-tuned, --init-from
-        stop = task.tokenizer.eos_id if in_context else None
+        decode, stop = task.decode, task.tokenizer.eos_id if in_context else None
+        if isinstance(task, TextTask):
+            n_new, lead = PRETRAINED_NEW_TOKENS if in_context else TEXT_NEW_TOKENS, ""
+        else:  # a toy task: as long as its answers, a space after the prompt as between its tokens
+            n_new, lead = task.seq_len - task.prompt_len, " "
     n_new = n_new if args.max_new_tokens is None else args.max_new_tokens
     if not ids:
         raise UsageError("--prompt has no tokens; give at least one")
     ids = ids[-model.config.block_size:]  # cropped, as nanoGPT does
     # a loaded or fine-tuned model's text continues the prompt's (a first word's space depends on what precedes it);
     # a toy task's tokens are printed on their own, as its decode joins them
-    stream = Stream(decode, ids, stop, in_context)
+    print(f"[{decode(ids)}]", end="")  # the prompt, marked off: what the model continues
+    stream = Stream(decode, ids, stop, in_context, lead)
     mg.manual_seed(args.seed)
     model.eval().generate(np.array([ids]), n_new, temperature=args.temperature, top_k=args.top_k, stop_token=stop,
                           on_token=stream)
@@ -76,13 +83,14 @@ def pretrained_prompt(tokenizer: HFTokenizer, prompt: str | None) -> list[int]:
 
 class Stream:
     """on_token for generate: prints each step's new text at once, decode(base + new tokens) past decode(base), where
-    base is the prompt or, for a toy task, nothing. A token ending inside a UTF-8 character (U+FFFD for now) waits
+    base is the prompt or, for a toy task, nothing; `lead` before the first piece. A token ending inside a UTF-8
+    character (U+FFFD for now) waits
     for the rest of it; a final stop token is not printed. Characters already printed stay: where later bytes make
     earlier ones invalid UTF-8 (LLaMA's byte tokens), the text goes on at the position it had reached."""
 
     def __init__(self, decode: Callable[[Sequence[int]], str], prompt: Sequence[int], stop: int | None,
-                 in_context: bool) -> None:
-        self.decode, self.start, self.stop = decode, len(prompt), stop
+                 in_context: bool, lead: str = "") -> None:
+        self.decode, self.start, self.stop, self.lead = decode, len(prompt), stop, lead
         self.base = list(prompt) if in_context else []
         self.new: list[int] = []  # the tokens generated so far
         self.shown = ""  # the part of their text printed so far
@@ -97,7 +105,7 @@ class Stream:
 
     def show(self, text: str) -> None:
         if len(text) > len(self.shown):
-            print(text[len(self.shown):], end="", flush=True)
+            print(("" if self.shown else self.lead) + text[len(self.shown):], end="", flush=True)
             self.shown = text
 
     def end(self) -> None:

@@ -12,6 +12,7 @@ import importlib.util
 import math
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -49,6 +50,7 @@ MODEL_KEYS = ("arch", "task", "data", "tokenizer", "vocab_size", "preset", "n_em
 FOLDER_KEYS = ("arch", "preset", "n_embd", "n_head", "n_layer", "bias", "gelu", "tokenizer", "vocab_size")
 CHECKPOINT = "ckpt.npz"
 LOCK = "train.lock"  # in --out, while a run writes there
+METRICS = "metrics.csv"  # in --out: the run's losses as it goes (gptlab/metrics.py)
 HELDOUT_SEED = 0  # the held-out examples do not change with --seed, so runs compare on the same ones
 
 
@@ -327,13 +329,44 @@ def folder_errors() -> Iterator[None]:
 
 
 def run_files(out: str) -> dict[str, str]:
-    """The files of the run in the folder `out` that nothing else may write over (path -> what it is): its checkpoint,
-    the earlier ones a fresh run kept beside it (ckpt-<date>.npz) and its lock."""
-    stem, ext = os.path.splitext(CHECKPOINT)
-    kept = sorted(glob.glob(os.path.join(glob.escape(out), f"{stem}-*{ext}")))
-    return {os.path.join(out, CHECKPOINT): f"the checkpoint of the run in {out}",
-            **{path: f"a checkpoint the run in {out} kept" for path in kept},
-            os.path.join(out, LOCK): f"the lock of the run in {out}"}
+    """The files of the run in the folder `out` that nothing else may write over (path -> what it is): its checkpoint
+    and metrics log, the earlier ones a fresh run kept beside them (ckpt-<date>.npz, metrics-<date>.csv) and its
+    lock."""
+    files = {os.path.join(out, LOCK): f"the lock of the run in {out}"}
+    for name, what in ((CHECKPOINT, "checkpoint"), (METRICS, "metrics log")):
+        stem, ext = os.path.splitext(name)
+        files[os.path.join(out, name)] = f"the {what} of the run in {out}"
+        files.update({path: f"a {what} the run in {out} kept"
+                      for path in sorted(glob.glob(os.path.join(glob.escape(out), f"{stem}-*{ext}")))})
+    return files
+
+
+def dated_name(path: str) -> str:
+    """A free name beside `path` for the file there, dated by when it was written: ckpt-2025-01-31-142501.npz, with
+    -2, -3, ... for two written in one second."""
+    folder, name = os.path.split(path)
+    stem, ext = os.path.splitext(name)
+    dated = f"{stem}-{time.strftime('%Y-%m-%d-%H%M%S', time.localtime(os.path.getmtime(path)))}"
+    kept, n = dated + ext, 1
+    while os.path.exists(os.path.join(folder, kept)):
+        n += 1
+        kept = f"{dated}-{n}{ext}"
+    return os.path.join(folder, kept)
+
+
+def write_atomically(path: str, flag: str, write: Callable[[str], object]) -> None:
+    """write(tmp) fills a temporary file beside `path`, which then replaces `path`: the file is whole or not
+    there. A failure to write is a UsageError naming `flag`, and leaves no temporary file."""
+    tmp = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except OSError as err:
+        raise UsageError(f"cannot write {flag} {path}: {err}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
 
 
 def folder_files(path: str) -> dict[str, str]:

@@ -206,7 +206,8 @@ def test_a_save_that_fails_half_way_keeps_the_earlier_checkpoint_in_place(tmp_pa
                    "run's" in err
     monkeypatch.undo()
     assert md5(tmp_path / CHECKPOINT) == before  # byte for byte the earlier run's
-    assert sorted(os.listdir(tmp_path)) == [CHECKPOINT, run.LOCK]  # no temporary file, no kept copy of it
+    # no temporary file, no kept copy of it; the earlier run's metrics log stays beside it
+    assert sorted(os.listdir(tmp_path)) == sorted([CHECKPOINT, run.LOCK, run.METRICS])
     assert load_checkpoint(str(tmp_path))["step"] == 2
     assert run_main(capsys, "sample", "--out", str(tmp_path), "--max-new-tokens", "4")[0] == 0
     assert run_main(capsys, "--resume", "--steps", "3", "--out", str(tmp_path))[0] == 0
@@ -214,7 +215,7 @@ def test_a_save_that_fails_half_way_keeps_the_earlier_checkpoint_in_place(tmp_pa
 
 def test_the_earlier_checkpoint_goes_aside_when_the_first_new_one_is_saved(tmp_path, capsys, monkeypatch):
     assert run_main(capsys, "--task", "sort", "--steps", "2", "--out", str(tmp_path), *SMALL)[0] == 0
-    before = md5(tmp_path / CHECKPOINT)
+    before, log_before = md5(tmp_path / CHECKPOINT), (tmp_path / run.METRICS).read_text()
     arrays = len(np.load(tmp_path / CHECKPOINT).files)  # one write_array call per entry of a checkpoint
     fail_on_write(monkeypatch, arrays + 3, OSError(28, "No space left on device"))  # in the second new checkpoint
     code, out, err = run_main(capsys, "--task", "sort", "--steps", "4", "--checkpoint-interval", "1", "--out",
@@ -222,7 +223,9 @@ def test_the_earlier_checkpoint_goes_aside_when_the_first_new_one_is_saved(tmp_p
     monkeypatch.undo()
     [kept] = re.findall(r"note: the earlier \S+ was kept as (ckpt-[\d-]+\.npz)", out)
     assert code == 1 and f"the last good checkpoint, step 1, is kept in {tmp_path / CHECKPOINT}" in one_line(err)
-    assert md5(tmp_path / kept) == before and sorted(os.listdir(tmp_path)) == sorted([CHECKPOINT, kept, run.LOCK])
+    [kept_log] = tmp_path.glob("metrics-*.csv")  # the earlier run's log goes aside with its checkpoint
+    assert md5(tmp_path / kept) == before and kept_log.read_text() == log_before
+    assert sorted(os.listdir(tmp_path)) == sorted([CHECKPOINT, kept, run.LOCK, run.METRICS, kept_log.name])
     assert load_checkpoint(str(tmp_path))["step"] == 1
 
 
@@ -528,7 +531,8 @@ def documented_commands() -> tuple[set[tuple[str, ...]], set[str]]:
 
 def test_the_docs_name_the_root_s_commands():
     scripts, modules = documented_commands()
-    assert {("train.py",), ("train.py", "explain"), ("train.py", "sample"), ("sample.py",)} <= scripts
+    assert {("train.py",), ("train.py", "explain"), ("train.py", "sample"), ("train.py", "plot"), ("sample.py",)} \
+        <= scripts
     assert {"benchmarks.bench", "minigrad.gradcheck_cases"} <= modules
 
 

@@ -97,6 +97,28 @@ def test_text_task_has_no_focus_and_explains_the_last_position(tmp_path):
     assert len(ids) == task.seq_len - 1 and choose_query(task, ids, None)[0] == len(ids) - 1
 
 
+def test_a_long_prompt_s_lines_are_wrapped_or_cut_with_a_note(tmp_path, capsys):
+    """A 64-token text prompt: its b line (764 characters on one line before) wraps with every term kept, and the title
+    shows the prompt's start and end, saying how long it is: no line grows with the prompt."""
+    data = tmp_path / "data.txt"
+    data.write_text("the cat sat on the mat; the dog sat on the log. " * 20, encoding="utf-8")
+    task = make_task("text", data=str(data), seq_len=65)
+    mg.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=len(task.vocab), block_size=64, n_layer=1, n_head=2, n_embd=16))
+    ids = default_ids(task)
+    steps = explain_example(model, task, ids)
+    out = capsys.readouterr().out
+    assert len(ids) == 64 and max(len(line) for line in out.splitlines()) < 150
+    text = steps.text
+    assert f"of {text[:24] + '…' + text[-24:]!r} (cut: 64 characters); hs = 8:" in out
+    b_lines = out[out.index(f"  b{steps.query} = "):].splitlines()
+    assert len(b_lines) > 1 and all(line.startswith(" " * len(f"  b{steps.query} = ")) for line in b_lines[1:])
+    assert max(len(line) for line in b_lines) <= explain.TABLE_WIDTH
+    terms = " ".join(line.strip() for line in b_lines).split(" = ", 1)[1].split(" + ")
+    layer, head, _ = steps.heads[steps.query]
+    assert terms == [f"{w:.2f}·v{j}" for j, w in enumerate(steps.weights[layer, head, steps.query])]
+
+
 # ---- how the head is chosen ----
 
 def test_choose_head_takes_the_head_that_reaches_furthest_back():

@@ -109,6 +109,9 @@ def test_the_checkpoint_holds_the_folder_s_config_and_tokenizer_so_sample_and_ex
                                   "--max-new-tokens", "6")
     assert code == 0 and err == "", err
     prompt = tokenizer.encode("The lazy")
+    shown = f"[{tokenizer.decode(prompt)}]"  # the prompt first, as the model read it (LLaMA's: after <s>), marked off
+    assert sampled.startswith(shown)
+    sampled = sampled.removeprefix(shown)
     new = [int(i) for i in trained.generate(np.array([prompt]), 6, temperature=0)[0, len(prompt):]]
     if tokenizer.eos_id in new:  # sampling stops at the end-of-text token, as with --init-from
         new = new[:new.index(tokenizer.eos_id)]

@@ -227,6 +227,9 @@ def test_sample_init_from_prints_the_greedy_continuation(folders, capsys, name):
     assert code == 0 and err == "", err
     tokenizer, model = HFTokenizer.from_folder(str(path)), hf_load.load(str(path))
     ids = tokenizer.encode("The lazy fox")
+    shown = f"[{tokenizer.decode(ids)}]"  # the prompt first, as the model read it (LLaMA's: after <s>), marked off
+    assert out.startswith(shown)
+    out = out.removeprefix(shown)
     new = [int(i) for i in model.eval().generate(np.array([ids]), 8, temperature=0)[0, len(ids):]]
     if tokenizer.eos_id in new:  # sampling stops at the end-of-text token and does not print it
         new = new[:new.index(tokenizer.eos_id)]

@@ -1,6 +1,6 @@
 """train.py sample (sample.py): a trained checkpoint of either architecture, of a word task or the text
-task, continues a prompt; the printed continuation is what the model's generate() gives for the same
-seed; bad values are refused in one line with exit status 2. Real processes, as a user runs them, on
+task, continues a prompt; it prints the prompt in [brackets], then what the model's generate() gives for the
+same seed; bad values are refused in one line with exit status 2. Real processes, as a user runs them, on
 tiny checkpoints trained once per module.
 """
 
@@ -18,6 +18,7 @@ import minigrad as mg
 import train
 from gptlab import sample as sample_module
 from gptlab.checkpoint import load_checkpoint, restore
+from gptlab.tasks import TextTask
 from gptlab.tokenizer import BPETokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,6 +47,14 @@ def sample(*argv: str) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
+def printed(out: Path, prompt: str, continuation: str) -> str:
+    """What sample prints: the prompt (cropped to the block) in brackets, then the continuation, a space between for
+    a toy task's words."""
+    task, model = restore(load_checkpoint(str(out)), "cpu")
+    shown = task.decode(task.encode(prompt)[-model.config.block_size:])
+    return f"[{shown}]" + (" " if continuation and not isinstance(task, TextTask) else "") + continuation + "\n"
+
+
 def expected(out: Path, prompt: str, new: int, temperature: float, top_k: int | None, seed: int) -> str:
     """The continuation generate() gives in this process, for comparison with the command's."""
     task, model = restore(load_checkpoint(str(out)), "cpu")
@@ -60,7 +69,8 @@ def test_a_temperature_too_small_to_divide_by_samples_greedily(runs):
     common = ["--out", str(runs["gpt"]), "--prompt", "我 吃 蘋果", "--max-new-tokens", "5"]
     tiny, greedy = sample(*common, "--temperature", "1e-320"), sample(*common, "--top-k", "1")
     assert tiny.returncode == greedy.returncode == 0 and tiny.stderr == "", tiny.stderr
-    assert tiny.stdout == greedy.stdout == expected(runs["gpt"], "我 吃 蘋果", 5, 0.0, None, 0) + "\n"
+    want = printed(runs["gpt"], "我 吃 蘋果", expected(runs["gpt"], "我 吃 蘋果", 5, 0.0, None, 0))
+    assert tiny.stdout == greedy.stdout == want and want.startswith("[我 吃 蘋果] ")
 
 
 @pytest.mark.parametrize("name, prompt", [("gpt", "我 吃 蘋果"), ("llama", "我 吃 蘋果"), ("text", "the c"),
@@ -72,7 +82,7 @@ def test_sample_prints_what_generate_gives(runs, name, prompt):
                     "--top-k", "5", "--seed", "7")
     assert result.returncode == 0 and result.stderr == "", result.stderr
     want = expected(runs[name], prompt, 7, 0.8, 5, 7)
-    assert result.stdout == want + "\n"
+    assert result.stdout == printed(runs[name], prompt, want)
     if name != "bpe":  # a BPE token is one to four bytes
         pieces = list(want) if name == "text" else want.split()
         assert len(pieces) == 7
@@ -87,12 +97,21 @@ def recorded_prints(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
 
 
 def test_sample_streams_each_piece_as_it_is_sampled(runs, monkeypatch):
-    """A text checkpoint: one write per new character, each flushed; together, the whole continuation."""
+    """A text checkpoint: the prompt, then one write per new character, each flushed; together, the whole
+    continuation."""
     writes = recorded_prints(monkeypatch)
     assert sample_module.sample_main(["--out", str(runs["text"]), "--prompt", "the c", "--max-new-tokens", "6",
                                       "--top-k", "1"]) == 0
-    assert len(writes) == 7 and all(flush and end == "" for _, end, flush in writes[:6]) and writes[6] == ("\n", True)
-    assert "".join(piece for piece, _, _ in writes[:6]) == expected(runs["text"], "the c", 6, 1.0, 1, 1337)
+    assert writes[0] == ("[the c]", "", False) and len(writes) == 8 and writes[7] == ("\n", True)
+    assert all(flush and end == "" for _, end, flush in writes[1:7])
+    assert "".join(piece for piece, _, _ in writes[1:7]) == expected(runs["text"], "the c", 6, 1.0, 1, 1337)
+
+
+def test_a_text_model_samples_a_paragraph_by_default(runs):
+    result = sample("--out", str(runs["text"]), "--prompt", "the c", "--top-k", "1")
+    assert result.returncode == 0, result.stderr
+    prompt, text = result.stdout.split("]", 1)
+    assert prompt == "[the c" and len(text) == sample_module.TEXT_NEW_TOKENS + 1  # characters, and the newline
 
 
 def test_a_character_split_over_bpe_tokens_waits_until_it_is_whole(monkeypatch):
@@ -114,8 +133,8 @@ def test_greedy_sentences_complete_the_passive_clause(runs):
     for name in ("gpt", "llama"):
         result = sample("--out", str(runs[name]), "--prompt", "我 吃 蘋果", "--top-k", "1")
         assert result.returncode == 0, result.stderr
-        words = result.stdout.split()
-        assert len(words) == 6 and words[0] == "，", (name, words)  # by default, an answer's length
+        prompt, words = result.stdout.split("] ")[0], result.stdout.split("] ")[1].split()
+        assert prompt == "[我 吃 蘋果" and len(words) == 6 and words[0] == "，", (name, words)  # an answer's length
 
 
 def test_sampling_is_seeded(runs):
@@ -130,12 +149,13 @@ def test_a_prompt_longer_than_the_block_is_cropped_to_its_last_block_size_tokens
     argv = ["--out", str(runs["gpt"]), "--max-new-tokens", "4", "--top-k", "1"]
     cropped = sample(*argv, "--prompt", " ".join(words[-8:]))
     assert cropped.returncode == 0
-    assert sample(*argv, "--prompt", " ".join(words)).stdout == cropped.stdout
+    assert sample(*argv, "--prompt", " ".join(words)).stdout == cropped.stdout  # shown cropped, as it was read
+    assert cropped.stdout.startswith("[" + " ".join(words[-8:]) + "] ")
 
 
-def test_no_new_tokens_prints_an_empty_line(runs):
+def test_no_new_tokens_prints_the_prompt_alone(runs):
     result = sample("--out", str(runs["gpt"]), "--prompt", "我", "--max-new-tokens", "0")
-    assert result.returncode == 0 and result.stdout == "\n"
+    assert result.returncode == 0 and result.stdout == "[我]\n"
 
 
 @pytest.mark.parametrize("name, prompt, bad", [("gpt", "我 吃 火車", "token '火車'"),
@@ -173,4 +193,4 @@ def test_a_folder_without_a_checkpoint_is_refused(tmp_path):
 def test_sample_py_runs_on_its_own(runs):
     result = subprocess.run([sys.executable, "sample.py", "--out", str(runs["llama"]), "--top-k", "1"], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0 and len(result.stdout.split()) == 6, result.stderr
+    assert result.returncode == 0 and len(result.stdout.split("] ", 1)[1].split()) == 6, result.stderr

@@ -2,7 +2,8 @@
 the samplers), loaded in the main process; also as `minigrad.utils.data.dataloader`, the module that makemore and
 minGPT import DataLoader from in PyTorch (`from torch.utils.data.dataloader import DataLoader`), and as
 `minigrad.utils.data.dataset` (`from torch.utils.data.dataset import Dataset`); and
-`minigrad.utils.tensorboard.SummaryWriter`, whose scalars go to a JSON-lines file (makemore imports it).
+`minigrad.utils.tensorboard.SummaryWriter`, whose scalars go to TensorBoard's event files, or without the tensorboard
+package to a JSON-lines file (makemore imports it).
 """
 
 import sys
