@@ -73,6 +73,35 @@ RIGHT = {
         rows = lambda a: a.reshape(-1, a.shape[-1])  # noqa: E731
         dx = dq @ self.wq.T + dk @ self.wk.T + dv @ self.wv.T
         return dx, rows(self.x).T @ rows(dq), rows(self.x).T @ rows(dk), rows(self.x).T @ rows(dv)""",
+    "gpt": """
+        t, flat = (lambda a: xp.swapaxes(a, -1, -2)), (lambda a: a.reshape(-1, a.shape[-1]))
+
+        def norm_back(dn, n, rstd):  # the exercise layer_norm, without w and b
+            return rstd * (dn - dn.mean(-1, keepdims=True) - n * (dn * n).mean(-1, keepdims=True))
+
+        g = self.grads = {}
+        B, T = self.idx.shape
+        g["logits"] = dout * (self.probs - xp.eye(self.probs.shape[-1])[self.targets]) / (B * T)
+        g["n3"] = g["logits"] @ self.w_head.T
+        g["m"] = norm_back(g["n3"], self.n3, self.n3_rstd)
+        g["h"] = g["m"] @ self.w2.T
+        u = xp.tanh(GELU_C * (self.hpre + GELU_K * self.hpre ** 3))
+        slope = 0.5 * (1 + u) + 0.5 * self.hpre * (1 - u * u) * GELU_C * (1 + 3 * GELU_K * self.hpre ** 2)
+        g["hpre"] = g["h"] * slope
+        g["n2"] = g["hpre"] @ self.w1.T
+        g["y"] = g["m"] + norm_back(g["n2"], self.n2, self.n2_rstd)
+        g["heads"] = g["y"] @ self.wo.T
+        g["att"] = g["heads"] @ t(self.v)
+        g["v"] = t(self.att) @ g["heads"]
+        ds = self.att * (g["att"] - (g["att"] * self.att).sum(-1, keepdims=True)) / math.sqrt(self.wq.shape[1])
+        g["k"], g["q"] = t(ds) @ self.q, ds @ self.k
+        g["a"] = g["q"] @ self.wq.T + g["k"] @ self.wk.T + g["v"] @ self.wv.T
+        g["x"] = g["y"] + norm_back(g["a"], self.a, self.a_rstd)
+        dwte = xp.zeros(self.wte_shape)
+        xp.add.at(dwte, self.idx.reshape(-1), flat(g["x"]))
+        dw = [flat(u).T @ flat(g[d]) for u, d in ((self.a, "q"), (self.a, "k"), (self.a, "v"), (self.heads, "y"),
+                                                   (self.n2, "hpre"), (self.h, "m"), (self.n3, "logits"))]
+        return (dwte, g["x"].sum(0), *dw)""",
 }
 
 # (exercise, a wrong backward, the words the check must say)
@@ -115,6 +144,10 @@ WRONG = [
         ds = p * (dp - (p * dp).sum(axis=-1, keepdims=True))
         return ds @ self.k * self.scale, xp.swapaxes(ds, -1, -2) @ self.q * self.scale, dv""",
      "dk has shape (2, 4, 3) but k has shape (1, 4, 3): it was broadcast"),
+    ("gpt", RIGHT["gpt"].replace('g["m"] + norm_back(g["n2"]', 'norm_back(g["n2"]'),
+     "the first wrong step is y: dy is wrong"),
+    ("gpt", RIGHT["gpt"].replace("/ (B * T)", ""),
+     "the first wrong step is logits: dlogits is off by a constant factor"),
     ("head", RIGHT["head"].replace("rows(self.x).T @ rows(dq)", "rows(dq).T @ rows(self.x)"), "dwq is transposed"),
 ]
 
@@ -152,7 +185,7 @@ def test_each_mistake_is_named(tmp_path, name, body, words):
     passed, said = answer(tmp_path, name, body)
     assert not passed
     assert words in said, said
-    assert "the smallest failing case:" in said and "expected" in said
+    assert "expected" in said and ("the smallest failing case:" in said or "the first wrong step" in said)
 
 
 def test_the_stub_checks_its_forward_then_asks_for_a_backward(tmp_path):

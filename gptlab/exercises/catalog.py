@@ -39,8 +39,10 @@ class Exercise:
     solution: tuple[Any, ...]  # the engine's own Functions (or the composition) that --solution prints
     section: str  # the heading in docs/backward.md that derives it
     hints: tuple[str, ...]
-    rows_sum_to_zero: dict[int, str] = field(default_factory=dict)  # input -> why its gradient's rows sum to 0
-    imports: str = ""  # what the stub imports besides Primitive and namespace
+    rows_sum_to_zero: dict[str, str] = field(default_factory=dict)  # input -> why its gradient's rows sum to 0
+    imports: str = ""  # what the stub imports (and defines) besides Primitive and namespace
+    intermediates: tuple[str, ...] = ()  # a composition's steps whose gradients backward leaves in self.grads,
+    # in backward's order: each compared with autograd's (backprop ninja's cmp), the first wrong one named
 
 
 def floats(rng: np.random.Generator, *shapes: tuple[int, ...]) -> list[np.ndarray]:
@@ -63,6 +65,81 @@ def attention_head(x: Tensor, wq: Tensor, wk: Tensor, wv: Tensor) -> Tensor:
 def masked_scores(q: Tensor, k: Tensor) -> Tensor:
     """Q K^T / sqrt(E), -inf where a query may not see a key: the composition the exercise `scores` checks against."""
     return (q @ k.transpose(-2, -1) * (1 / math.sqrt(q.shape[-1]))).masked_fill(~causal(q.shape[-2]), -math.inf)
+
+
+def tiny_gpt(wte: Tensor, wpe: Tensor, wq: Tensor, wk: Tensor, wv: Tensor, wo: Tensor, w1: Tensor, w2: Tensor,
+             w_head: Tensor, idx: np.ndarray, targets: np.ndarray, keep: dict[str, Tensor] | None = None) -> Tensor:
+    """A one-block GPT's loss, one head, layer norms without their affine part: the composition whose autograd is
+    the answer to the exercise `gpt`; keep gets each step, its gradient retained, under the stub's names."""
+    keep = {} if keep is None else keep
+
+    def kept(name: str, t: Tensor) -> Tensor:
+        keep[name] = t
+        t.retain_grad()
+        return t
+
+    c = (wte.shape[1],)
+    x = kept("x", F.embedding(idx, wte) + wpe)  # (B, T, C)
+    a = kept("a", F.layer_norm(x, c))
+    q, k, v = kept("q", a @ wq), kept("k", a @ wk), kept("v", a @ wv)  # (B, T, C): one head, hs = C
+    att = kept("att", F.softmax(masked_scores(q, k), -1))  # (B, T, T)
+    heads = kept("heads", att @ v)
+    y = kept("y", x + heads @ wo)  # the attention's residual
+    n2 = kept("n2", F.layer_norm(y, c))
+    hpre = kept("hpre", n2 @ w1)  # (B, T, 4C)
+    h = kept("h", F.gelu(hpre, approximate="tanh"))
+    m = kept("m", y + h @ w2)  # the MLP's residual
+    n3 = kept("n3", F.layer_norm(m, c))
+    logits = kept("logits", n3 @ w_head)  # (B, T, V)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def gpt_case(rng: np.random.Generator, b: int, t: int, c: int, v: int) -> Case:
+    shapes = (v, c), (t, c), (c, c), (c, c), (c, c), (c, c), (c, 4 * c), (4 * c, c), (c, v)
+    return [0.5 * w for w in floats(rng, *shapes)], {"idx": rng.integers(0, v, (b, t)),
+                                                      "targets": rng.integers(0, v, (b, t))}
+
+
+GPT_FORWARD = """    def forward(self, wte, wpe, wq, wk, wv, wo, w1, w2, w_head, idx, targets):
+        # idx, targets (B, T) ints; wte (V, C), wpe (T, C), wq wk wv wo (C, C), w1 (C, 4C), w2 (4C, C), w_head (C, V)
+        xp = backend.get_array_module(wte)
+        B, T = idx.shape
+        self.idx, self.targets, self.wte_shape = idx, targets, wte.shape
+        self.wq, self.wk, self.wv, self.wo, self.w1, self.w2, self.w_head = wq, wk, wv, wo, w1, w2, w_head
+        self.x = wte[idx] + wpe  # (B, T, C): token and position embeddings
+        self.a, self.a_rstd = norm(self.x)  # (B, T, C), (B, T, 1)
+        self.q, self.k, self.v = self.a @ wq, self.a @ wk, self.a @ wv  # (B, T, C) each: one head, hs = C
+        scores = self.q @ xp.swapaxes(self.k, -1, -2) / math.sqrt(wq.shape[1])  # (B, T, T)
+        scores = xp.where(xp.tril(xp.ones((T, T), dtype=bool)), scores, -xp.inf)  # causal
+        self.att = stable_softmax(scores, -1)  # (B, T, T)
+        self.heads = self.att @ self.v  # (B, T, C)
+        self.y = self.x + self.heads @ wo  # the attention's residual
+        self.n2, self.n2_rstd = norm(self.y)
+        self.hpre = self.n2 @ w1  # (B, T, 4C)
+        self.h = gelu(self.hpre)
+        self.m = self.y + self.h @ w2  # the MLP's residual
+        self.n3, self.n3_rstd = norm(self.m)
+        self.logits = self.n3 @ w_head  # (B, T, V)
+        self.probs = stable_softmax(self.logits, -1)  # (B, T, V)
+        rows = self.probs.reshape(B * T, -1)
+        return -xp.log(rows[xp.arange(B * T), targets.reshape(-1)]).mean()  # the mean over B * T positions
+"""
+
+GPT_HELPERS = '''from minigrad.arrays import stable_softmax
+
+GELU_C, GELU_K = math.sqrt(2 / math.pi), 0.044715
+
+
+def norm(x, eps=1e-5):
+    """Layer norm without its affine part, over the last axis: xhat (..., C) and rstd (..., 1)."""
+    mean = x.mean(axis=-1, keepdims=True)
+    rstd = 1 / backend.get_array_module(x).sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + eps)
+    return (x - mean) * rstd, rstd
+
+
+def gelu(x):
+    """GPT-2's GELU: 0.5 x (1 + tanh(c (x + k x^3)))."""
+    return 0.5 * x * (1 + backend.get_array_module(x).tanh(GELU_C * (x + GELU_K * x ** 3)))'''
 
 
 BINARY_CASES = ((3,), (3,)), ((2, 3), (3,)), ((2, 1, 4), (3, 1))
@@ -128,7 +205,7 @@ EXERCISES = (
         SoftmaxFunction.apply, (SoftmaxFunction,), "Softmax",
         ("Every y_j depends on every x_i (through the sum): dy_j/dx_i = y_j (delta_ij - y_i).",
          "dx_i = sum_j dout_j dy_j/dx_i = y_i dout_i - y_i sum_j dout_j y_j: the sum along the last axis, keepdims."),
-        {0: SHIFT.format(op="softmax", term="softmax's sum term is missing (y depends on every x through the sum)")},
+        {"x": SHIFT.format(op="softmax", term="softmax's sum term is missing (y depends on every x through the sum)")},
         STABLE_SOFTMAX),
     Exercise(
         "log_softmax", "log-softmax", "LogSoftmax", ("x",), "y = x - max - log(sum(exp(x - max))) along the last axis",
@@ -137,7 +214,7 @@ EXERCISES = (
         LogSoftmaxFunction.apply, (LogSoftmaxFunction,), "log_softmax and cross-entropy",
         ("y_j = x_j - log(sum_i exp(x_i)), so dy_j/dx_i = delta_ij - softmax(x)_i, and softmax(x) = exp(y).",
          "dx_i = dout_i - exp(y_i) * sum_j dout_j: the sum along the last axis, keepdims."),
-        {0: SHIFT.format(op="log_softmax", term="the sum term is missing (every y depends on every x through "
+        {"x": SHIFT.format(op="log_softmax", term="the sum term is missing (every y depends on every x through "
                                                 "log(sum(exp(x))))")},
         STABLE_SOFTMAX),
     Exercise(
@@ -158,7 +235,7 @@ EXERCISES = (
          "one_hot(t_i)_c.",
          "The mean over N rows multiplies each row's by 1/N, and the chain rule by dout: dlogits = dout * "
          "(probs - one_hot) / N."),
-        {0: "dlogits must sum to 0 along each row (softmax's sum is 1, and the one-hot's too); yours does not: "
+        {"logits": "dlogits must sum to 0 along each row (softmax's sum is 1, and the one-hot's too); yours does not: "
             "the softmax term or the one-hot term is missing"},
         STABLE_SOFTMAX),
     Exercise(
@@ -177,7 +254,7 @@ EXERCISES = (
          "dxhat = dout * w.",
          "xhat = (x - mean) * rstd, and x enters three ways: directly, through mean, and through rstd; one term each.",
          "dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), the means along the last axis, keepdims."),
-        {0: SHIFT.format(op="layer norm", term="the mean's term is missing (x enters through mean(x) too)")}),
+        {"x": SHIFT.format(op="layer norm", term="the mean's term is missing (x enters through mean(x) too)")}),
     Exercise(
         "embedding", "embedding", "Embedding", ("w",), "y = w[indices]  (w (num, C), indices of any shape)",
         "    def forward(self, w, indices, padding_idx=None):\n        # here there is no padding row\n"
@@ -202,7 +279,7 @@ EXERCISES = (
         ("A masked score is the constant -inf: it does not depend on q or k, so the dout that reaches it goes "
          "nowhere: dS = where(allowed, dout, 0).",
          "S = Q K^T * scale: dq = dS @ k * scale, dk = dS^T @ q * scale (swap dS's last two axes)."),
-        imports="import math"),
+    ),
     Exercise(
         "attention", "scaled dot-product attention (causal)", "Attention", ("q", "k", "v"),
         "out = P V,  P = softmax(S) along the keys,  S = Q K^T * scale, -inf where a key is not allowed",
@@ -241,7 +318,25 @@ EXERCISES = (
          "softmax (masked entries get 0), then dq and dk from the scores.",
          "q = x @ wq: dwq = sum over the batch of x^T @ dq, and x gets one term from each of q, k and v: "
          "dx = dq @ wq^T + dk @ wk^T + dv @ wv^T."),
-        imports="import math\n" + STABLE_SOFTMAX),
+        imports=STABLE_SOFTMAX),
+    Exercise(
+        "gpt", "a tiny GPT's full backward, every step by hand (backprop ninja)", "TinyGPT",
+        ("wte", "wpe", "wq", "wk", "wv", "wo", "w1", "w2", "w_head"),
+        "loss = cross_entropy(ln(m) @ w_head),  m = y + gelu(ln(y) @ w1) @ w2,  y = x + attention(ln(x)) @ wo,  "
+        "x = wte[idx] + wpe", GPT_FORWARD,
+        "(dwte, dwpe, dwq, dwk, dwv, dwo, dw1, dw2, dw_head), each of its weight's shape; and on the way, in\n"
+        "        # self.grads (a dict), the gradient of each step forward kept (of its shape), in this order:\n"
+        "        # 'logits', 'n3', 'm', 'h', 'hpre', 'n2', 'y', 'heads', 'att', 'v', 'k', 'q', 'a', 'x'",
+        lambda rng: [gpt_case(rng, 1, 2, 2, 3), gpt_case(rng, 2, 3, 4, 5)], tiny_gpt, (tiny_gpt,),
+        "The graph: topological order, and tensors used twice",
+        ("Go up from the loss, one line of forward at a time, and keep each gradient in self.grads under the "
+         "step's name: dlogits first (the exercise cross_entropy, the mean over B * T positions).",
+         "A matmul line z = u @ w gives du = dz @ w^T and dw = the sum over B, T of u^T dz (the exercise matmul); "
+         "each layer norm line is the exercise layer_norm without w and b; gelu's is the exercise gelu.",
+         "A residual line y = x + f(x) sends dy to x twice, directly and through f: the two add up (dx = dy + ...); "
+         "x = wte[idx] + wpe: dwte is the exercise embedding, dwpe the sum of dx over the batch."),
+        imports=GPT_HELPERS,
+        intermediates=("logits", "n3", "m", "h", "hpre", "n2", "y", "heads", "att", "v", "k", "q", "a", "x")),
 )
 
 BY_NAME = {e.name: e for e in EXERCISES}

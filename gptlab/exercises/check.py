@@ -36,25 +36,27 @@ def load(exercise: Exercise, path: Path) -> type[Function]:
 
 
 def run(fn: type[Function], arrays: list[np.ndarray], options: dict[str, Any], dout: np.ndarray | None = None
-        ) -> tuple[np.ndarray, tuple[Any, ...] | None]:
+        ) -> tuple[np.ndarray, tuple[Any, ...] | None, Function]:
     """fn's forward on copies of the arrays, and with an upstream gradient dout its backward (first order, on arrays:
-    a fresh node, every input wanting a gradient)."""
+    a fresh node, every input wanting a gradient); and the node, which holds what backward left on it."""
     node = fn()
     node.needs_input_grad = (True,) * len(arrays)
     y = np.asarray(node.forward(*[a.copy() for a in arrays], **options))
     if dout is None:
-        return y, None
+        return y, None, node
     dxs = node.backward(dout)
-    return y, tuple(dxs) if isinstance(dxs, (tuple, list)) else (dxs,)
+    return y, tuple(dxs) if isinstance(dxs, (tuple, list)) else (dxs,), node
 
 
 def reference(exercise: Exercise, arrays: list[np.ndarray], options: dict[str, Any], dout: np.ndarray
-              ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The engine's output and, by its autograd, each input's gradient under dout."""
+              ) -> tuple[np.ndarray, list[np.ndarray], dict[str, np.ndarray]]:
+    """The engine's output and, by its autograd, each input's gradient under dout (and each named step's, for a
+    composition with intermediates)."""
     tensors = [mg.tensor(a, requires_grad=True) for a in arrays]
-    y = exercise.reference(*tensors, **options)
+    keep: dict[str, Any] = {}
+    y = exercise.reference(*tensors, **options, **({"keep": keep} if exercise.intermediates else {}))
     y.backward(mg.tensor(dout))
-    return y.numpy(), [t.grad.numpy() for t in tensors]
+    return y.numpy(), [t.grad.numpy() for t in tensors], {name: t.grad.numpy() for name, t in keep.items()}
 
 
 def finite_differences(fn: type[Function], arrays: list[np.ndarray], options: dict[str, Any], dout: np.ndarray,
@@ -88,23 +90,24 @@ def swapped(a: np.ndarray) -> np.ndarray:
     return np.swapaxes(a, -1, -2) if a.ndim >= 2 else a
 
 
-def diagnose(exercise: Exercise, i: int, g: Any, r: np.ndarray, shape: tuple[int, ...], masked: np.ndarray,
+def diagnose(exercise: Exercise, name: str, g: Any, r: np.ndarray, shape: tuple[int, ...], masked: np.ndarray,
              again: Any) -> str | None:
-    """None where g, the learner's gradient of input i, is right (r); else what is wrong, in a learner's words.
-    masked: where the output is -inf; again: the learner's gradient with dout zeroed there."""
-    d = f"d{exercise.inputs[i]}"
+    """None where g, the learner's gradient of `name` (an input, or a step of a composition), is right (r); else what
+    is wrong, in a learner's words. masked: where the output is -inf; again: the learner's gradient with dout
+    zeroed there."""
+    d = f"d{name}"
     if g is None:
-        return f"{d} is None: backward must return a gradient for {exercise.inputs[i]}"
+        return f"{d} is None: backward must give a gradient for {name}"
     g = np.asarray(g)
     if g.shape != r.shape:
         if g.ndim >= 2 and g.shape == swapped(r).shape and close(swapped(g), r):
-            return f"{d} is transposed: it has shape {g.shape}, the transpose of {exercise.inputs[i]}'s {shape}: " \
+            return f"{d} is transposed: it has shape {g.shape}, the transpose of {name}'s {shape}: " \
                    "swap the two factors of the product (and transpose each), or the last two axes"
         if broadcasts(shape, g.shape) and close(unbroadcast(g, shape), r):
-            return f"{d} has shape {g.shape} but {exercise.inputs[i]} has shape {shape}: it was broadcast in " \
+            return f"{d} has shape {g.shape} but {name} has shape {shape}: it was broadcast in " \
                    "forward, and the adjoint of a copy is a sum: sum over the broadcast axes (a missing sum over a " \
                    "broadcast axis; minigrad.arrays.unbroadcast)"
-        return f"{d} has shape {g.shape}, but {exercise.inputs[i]} has shape {shape}"
+        return f"{d} has shape {g.shape}, but {name} has shape {shape}"
     if close(g, r):
         return None
     if g.ndim >= 2 and g.shape[-1] == g.shape[-2] and close(swapped(g), r):
@@ -118,9 +121,9 @@ def diagnose(exercise: Exercise, i: int, g: Any, r: np.ndarray, shape: tuple[int
     if masked.any() and close(again, r):
         return f"{d}: the masked positions are not zero: your {d} changes with the upstream gradient at the " \
                "positions forward set to -inf, which do not depend on any input; zero dout there first"
-    if i in exercise.rows_sum_to_zero and np.allclose(r.sum(-1), 0, atol=1e-9) and \
+    if name in exercise.rows_sum_to_zero and np.allclose(r.sum(-1), 0, atol=1e-9) and \
             not np.allclose(g.sum(-1), 0, atol=1e-6):
-        return f"{d} is wrong: {exercise.rows_sum_to_zero[i]}"
+        return f"{d} is wrong: {exercise.rows_sum_to_zero[name]}"
     j = np.unravel_index(np.argmax(np.abs(g - r)), g.shape)
     return f"{d} is wrong: the largest difference is at index {tuple(map(int, j))}: yours {g[j]:.6g}, " \
            f"expected {r[j]:.6g}"
@@ -144,11 +147,11 @@ def check(exercise: Exercise, fn: type[Function], seed: int = 0) -> tuple[bool, 
         except Exception as err:  # the learner's code: any error is an answer to report
             return False, f"{head}: forward raised {type(err).__name__}: {err}"
         dout = rng.standard_normal(y.shape)
-        want_y, want = reference(exercise, arrays, options, dout)
+        want_y, want, steps = reference(exercise, arrays, options, dout)
         if y.shape != want_y.shape or not np.allclose(y, want_y, rtol=RTOL, atol=ATOL):
             return False, f"{head}: forward differs from the engine's\n{show('yours', y)}\n{show('expected', want_y)}"
         try:
-            grads = run(fn, arrays, options, dout)[1]
+            grads, node = run(fn, arrays, options, dout)[1:]
         except NotImplementedError:
             return False, f"backward is not written yet: fill it in (hints: python -m gptlab.exercises " \
                           f"{exercise.name} --hint)"
@@ -159,13 +162,20 @@ def check(exercise: Exercise, fn: type[Function], seed: int = 0) -> tuple[bool, 
                           f"{exercise.returns}"
         masked = ~np.isfinite(want_y)
         again = run(fn, arrays, options, np.where(masked, 0, dout))[1] if masked.any() else grads
-        for i, (g, r) in enumerate(zip(grads, want, strict=True)):
-            problem = diagnose(exercise, i, g, r, arrays[i].shape, masked, again[i])
-            if problem is None and not close(finite_differences(fn, arrays, options, dout, i), np.asarray(g)):
-                problem = f"d{exercise.inputs[i]} agrees with the engine's but not with finite differences"
+        mine = getattr(node, "grads", {})
+        for name in exercise.intermediates:  # backward's order: the first wrong step is where the mistake entered
+            problem = diagnose(exercise, name, mine.get(name), steps[name], steps[name].shape, masked, mine.get(name))
             if problem:
-                inputs = "\n".join(show(name, a) for name, a in zip(exercise.inputs, arrays, strict=True))
+                keep = f" (keep it in backward: self.grads[{name!r}] = d{name})" if name not in mine else ""
+                return False, f"{head}: the first wrong step is {name}: {problem}{keep}\n" \
+                              f"{show(f'your d{name}', mine.get(name))}\n{show('expected', steps[name])}"
+        for i, (name, g, r) in enumerate(zip(exercise.inputs, grads, want, strict=True)):
+            problem = diagnose(exercise, name, g, r, arrays[i].shape, masked, again[i])
+            if problem is None and not close(finite_differences(fn, arrays, options, dout, i), np.asarray(g)):
+                problem = f"d{name} agrees with the engine's but not with finite differences"
+            if problem:
+                inputs = "\n".join(show(n, a) for n, a in zip(exercise.inputs, arrays, strict=True))
                 return False, f"{head}: {problem}\nthe smallest failing case:\n{inputs}\n{show('dout', dout)}\n" \
-                              f"{show(f'your d{exercise.inputs[i]}', g)}\n{show('expected', r)}"
+                              f"{show(f'your d{name}', g)}\n{show('expected', r)}"
     return True, f"all {len(cases)} cases pass: forward equals the engine's, and every gradient equals the engine's " \
                  "and central finite differences (float64, random upstream gradient)"
