@@ -194,6 +194,11 @@ def test_the_stub_checks_its_forward_then_asks_for_a_backward(tmp_path):
     assert not passed and "backward is not written yet" in words and "--hint" in words
 
 
+def test_a_file_that_does_not_run_is_answered_in_one_line(tmp_path):
+    with pytest.raises(SystemExit, match=r"softmax.py, line 2[0-9]: "):
+        answer(tmp_path, "softmax", "return (dout,")
+
+
 def test_start_writes_into_the_learner_s_folder_and_never_overwrites(tmp_path):
     folder = tmp_path / "mine"
     start(BY_NAME["add"], folder)

@@ -25,7 +25,12 @@ def load(exercise: Exercise, path: Path) -> type[Function]:
     """The learner's Function in the file: the class the stub named, else the one Function the file defines."""
     spec = importlib.util.spec_from_file_location(f"exercise_{exercise.name}", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as err:
+        raise SystemExit(f"{path}, line {err.lineno}: {err.msg}") from None
+    except Exception as err:  # the learner's file, run on import
+        raise SystemExit(f"{path}: importing it raised {type(err).__name__}: {err}") from None
     if isinstance(getattr(module, exercise.cls_name, None), type):
         return getattr(module, exercise.cls_name)
     found = [c for c in vars(module).values() if inspect.isclass(c) and issubclass(c, Function)
