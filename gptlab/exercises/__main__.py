@@ -9,8 +9,9 @@ import inspect
 import sys
 from pathlib import Path
 
-from gptlab.exercises.catalog import BY_NAME, EXERCISES, Exercise
+from gptlab.exercises.catalog import BY_NAME, EXERCISES
 from gptlab.exercises.check import check, load
+from gptlab.exercises.exercise import Exercise
 
 STUB = '''"""Exercise {name}: {title}. Write backward, then check it:
     python -m gptlab.exercises check {name} {path}

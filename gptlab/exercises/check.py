@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 import minigrad as mg
-from gptlab.exercises.catalog import Exercise
+from gptlab.exercises.exercise import Exercise
 from minigrad.arrays import unbroadcast
 from minigrad.tensor import Function
 
