@@ -176,6 +176,12 @@ def test_a_correct_answer_written_otherwise_passes_and_says_what_to_read_next(tm
     assert f'docs/backward.md, "{BY_NAME[name].section}"' in words
 
 
+def test_second_derivatives_are_reported_not_required(tmp_path):
+    assert "gives the engine's second derivatives too" in check(BY_NAME["softmax"], BY_NAME["softmax"].solution[0])[1]
+    passed, words = answer(tmp_path, "softmax", RIGHT["softmax"])  # self.y, not self.saved(self.y, "output")
+    assert passed and "for second derivatives take everything forward kept through self.saved" in words
+
+
 def test_every_exercise_has_a_right_answer_here():
     assert sorted(RIGHT) == sorted(BY_NAME)
 

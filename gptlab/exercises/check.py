@@ -134,6 +134,31 @@ def diagnose(exercise: Exercise, name: str, g: Any, r: np.ndarray, shape: tuple[
            f"expected {r[j]:.6g}"
 
 
+def second_derivatives(exercise: Exercise, fn: type[Function], arrays: list[np.ndarray], options: dict[str, Any],
+                       dout: np.ndarray, v: list[np.ndarray]) -> str:
+    """Whether fn's backward, run on tensors under create_graph=True (the one formula on minigrad's names), gives the
+    engine's second derivatives: d sum(v * dx) / d inputs for a random v, against the same through the reference."""
+    def of(apply: Any) -> list[np.ndarray]:
+        ts = [mg.tensor(a, requires_grad=True) for a in arrays]
+        grads = mg.autograd.grad(apply(*ts, **options), ts, mg.tensor(dout), create_graph=True)
+        terms = [(g * mg.tensor(w)).sum() for g, w in zip(grads, v, strict=True) if g.requires_grad]
+        if not terms:
+            return [np.zeros_like(a) for a in arrays]
+        return [g.numpy() for g in mg.autograd.grad(sum(terms[1:], terms[0]), ts, materialize_grads=True)]
+    want = of(exercise.reference)
+    if not any(w.any() for w in want):
+        return "no second derivatives to check (the gradient does not depend on the inputs)"
+    try:
+        mine = of(fn.apply)
+    except Exception as err:  # the learner's formula on tensors: any error is an answer
+        return f"your backward does not run on tensors ({type(err).__name__}: {err}); first order is this " \
+               "exercise's, but written with xp's names and self.saved it would give second derivatives too"
+    if all(close(m, w) for m, w in zip(mine, want, strict=True)):
+        return "your backward, run on tensors, gives the engine's second derivatives too"
+    return "yours differ from the engine's: first order is this exercise's, but for second derivatives take " \
+           "everything forward kept through self.saved(...) (--solution shows how the engine does it)"
+
+
 def show(name: str, a: Any) -> str:
     a = np.asarray(a)
     body = np.array2string(a, precision=4, suppress_small=True, max_line_width=100) if a.size <= 40 else "..."
@@ -182,5 +207,7 @@ def check(exercise: Exercise, fn: type[Function], seed: int = 0) -> tuple[bool, 
                 inputs = "\n".join(show(n, a) for n, a in zip(exercise.inputs, arrays, strict=True))
                 return False, f"{head}: {problem}\nthe smallest failing case:\n{inputs}\n{show('dout', dout)}\n" \
                               f"{show(f'your d{name}', g)}\n{show('expected', r)}"
+    second = second_derivatives(exercise, fn, arrays, options, dout, [rng.standard_normal(a.shape) for a in arrays]) \
+        if not exercise.intermediates else "not checked for a composition"
     return True, f"all {len(cases)} cases pass: forward equals the engine's, and every gradient equals the engine's " \
-                 "and central finite differences (float64, random upstream gradient)"
+                 f"and central finite differences (float64, random upstream gradient). Second derivatives: {second}"
