@@ -83,44 +83,67 @@ _SQRT_HALF = math.sqrt(0.5)
 _ONE_OVER_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 
+def gelu_tanh_parts(xp, x):
+    """h and dy/dx of the tanh GELU, y = x h: the derivative's one formula, run on arrays in forward and on the
+    graph's x under create_graph=True."""
+    h = 0.5 * (1 + xp.tanh(_GELU_C * (x + _GELU_K * x * x * x)))
+    return h, h + x * h * (1 - h) * (2 * _GELU_C + 6 * _GELU_K * _GELU_C * x * x)
+
+
 class GeluFunction(Primitive):
     """y = x h,  h = 0.5 (1 + tanh(u)),  u = c (x + 0.044715 x^3),  c = sqrt(2 / pi)   (GPT-2's tanh form of GELU)
 
     dx = dout * dy/dx,  dy/dx = h + x h (1 - h) (2c + 6 * 0.044715 c x^2)
-    (dh/dx = 0.5 (1 - tanh(u)^2) du/dx = 2 h (1 - h) c (1 + 3 * 0.044715 x^2)). It saves x, as PyTorch's
-    gelu_backward takes it. (mg.fused() and mg.compiled() run a twin that computes dy/dx in forward, in place, and
-    saves it instead: minigrad/twins.py.)
+    (dh/dx = 0.5 (1 - tanh(u)^2) du/dx = 2 h (1 - h) c (1 + 3 * 0.044715 x^2)). Forward computes dy/dx beside y and
+    keeps it, and x, from which create_graph=True computes dy/dx again on the graph's tensors: recomputing tanh in
+    backward, as PyTorch's gelu_backward does from x alone, made the default step 15-50% slower here (NumPy's tanh is
+    single-threaded). (mg.fused() and mg.compiled() run a twin that computes both in place and keeps dy/dx alone:
+    minigrad/twins.py.)
     """
 
     def forward(self, x):
+        h, self.slope = gelu_tanh_parts(backend.get_array_module(x), x)
         self.x = x
-        return 0.5 * x * (1 + backend.get_array_module(x).tanh(_GELU_C * (x + _GELU_K * x * x * x)))
+        return x * h
 
     def backward(self, dout):
-        # in the forward pass this was: y = x h,  h = 0.5 (1 + tanh(c (x + k x^3)))
-        xp, x = namespace(dout), self.saved(self.x, 0)
-        h = 0.5 * (1 + xp.tanh(_GELU_C * (x + _GELU_K * x * x * x)))
-        slope = h + x * h * (1 - h) * (2 * _GELU_C + 6 * _GELU_K * _GELU_C * x * x)
-        return (dout * slope,)
+        # in the forward pass this was: y = x h, and dy/dx was computed beside it
+        return (dout * self.saved(self.slope, self.slope_in_graph),)
+
+    def slope_in_graph(self) -> Tensor:
+        """dy/dx under create_graph=True: the same formula on the graph's x."""
+        x = self.saved(self.x, 0)
+        return gelu_tanh_parts(namespace(x), x)[1]
+
+
+def gelu_erf_parts(xp, x):
+    """Phi(x) and dy/dx of the exact GELU, y = x Phi(x): the derivative's one formula, run on arrays in forward and
+    on the graph's x under create_graph=True."""
+    cdf = 0.5 * xp.erfc(x * -_SQRT_HALF)  # Phi(x)
+    pdf = xp.exp(-0.5 * x * x) * _ONE_OVER_SQRT_2PI  # phi(x)
+    return cdf, cdf + x * pdf
 
 
 class GeluErfFunction(Primitive):
     """y = x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), Phi the standard normal CDF   (the exact GELU)
 
     dx = dout * dy/dx,  dy/dx = Phi(x) + x phi(x),  phi(x) = exp(-x^2 / 2) / sqrt(2 pi), the normal density.
-    Phi(x) = 0.5 erfc(-x / sqrt(2)): no 1 + erf cancelling where Phi is tiny. It saves x; a twin saves dy/dx instead
-    (minigrad/twins.py).
+    Phi(x) = 0.5 erfc(-x / sqrt(2)): no 1 + erf cancelling where Phi is tiny. As GeluFunction, it keeps dy/dx,
+    computed in forward, and x; a twin keeps dy/dx alone (minigrad/twins.py).
     """
 
     def forward(self, x):
+        cdf, self.slope = gelu_erf_parts(namespace(x), x)
         self.x = x
-        return x * (0.5 * backend.erfc(x * -_SQRT_HALF))
+        return x * cdf
 
     def backward(self, dout):
-        xp, x = namespace(dout), self.saved(self.x, 0)
-        cdf = 0.5 * xp.erfc(x * -_SQRT_HALF)  # Phi(x)
-        pdf = xp.exp(-0.5 * x * x) * _ONE_OVER_SQRT_2PI  # phi(x)
-        return (dout * (cdf + x * pdf),)
+        return (dout * self.saved(self.slope, self.slope_in_graph),)
+
+    def slope_in_graph(self) -> Tensor:
+        """dy/dx under create_graph=True: the same formula on the graph's x."""
+        x = self.saved(self.x, 0)
+        return gelu_erf_parts(namespace(x), x)[1]
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
