@@ -198,12 +198,16 @@ def dropout_scale(x: Array, p: float) -> Array:
 def row_sums(a: Array) -> Array:
     """Sums of the rows of a (N, L) as (N, 1), as one matrix-vector product with ones (speed: BLAS runs it
     several times faster than NumPy's sum along a short last axis; softmax, layer norm, cross-entropy and
-    attention use it)."""
+    attention use it). A tensor (a backward's formula under create_graph=True) is summed as it is, recorded."""
+    if type(a) not in backend.ARRAY_TYPES:
+        return a.sum(axis=1, keepdims=True)
     return (a @ backend.get_array_module(a).ones(a.shape[1], dtype=a.dtype))[:, None]
 
 
 def column_sums(a: Array) -> Array:
-    """Sums of the columns of a (N, L) as (L,): ones @ a (speed: as row_sums)."""
+    """Sums of the columns of a (N, L) as (L,): ones @ a (speed: as row_sums; a tensor is summed as it is)."""
+    if type(a) not in backend.ARRAY_TYPES:
+        return a.sum(axis=0)
     return backend.get_array_module(a).ones(a.shape[0], dtype=a.dtype) @ a
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from minigrad import backend
-from minigrad.arrays import as_rows, unbroadcast
+from minigrad.arrays import as_rows, column_sums, unbroadcast
 from minigrad.tensor import Primitive, Tensor, namespace, operands
 
 # ---- the product all of them share ----
@@ -122,7 +122,7 @@ class LinearFunction(Primitive):
         need_x, need_w, *has_b = self.needs_input_grad
         dx = self.product(dout, self.saved(self.w, 1)) if need_x else None  # (..., out) @ (out, in)
         dw = self.product(as_rows(dout).T, as_rows(self.saved(self.x, 0))) if need_w else None  # (out, N) @ (N, in)
-        db = (as_rows(dout).sum(axis=0),) if has_b else ()  # (out,)
+        db = (column_sums(as_rows(dout)),) if has_b else ()  # (out,): summed over the N rows
         return (dx, dw, *db)
 
 

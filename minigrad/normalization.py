@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 
 from minigrad import backend
-from minigrad.arrays import as_rows, int_tuple
+from minigrad.arrays import as_rows, column_sums, int_tuple, row_sums
 from minigrad.core import derived
 from minigrad.dtypes import check_float
 from minigrad.tensor import Primitive, Tensor
@@ -31,9 +31,9 @@ class LayerNormFunction(Primitive):
         x_rows = as_rows(x)  # (N, C)
         w, b = (*affine, None, None)[:2]  # (C,) each, or None
         inv_c = 1 / max(x_rows.shape[1], 1)  # C = 0: nothing to normalise, y is empty (as in PyTorch)
-        mean = x_rows.sum(axis=1, keepdims=True) * inv_c  # (N, 1)
+        mean = row_sums(x_rows) * inv_c  # (N, 1)
         centred = x_rows - mean  # (N, C)
-        var = (centred * centred).sum(axis=1, keepdims=True) * inv_c  # (N, 1)
+        var = row_sums(centred * centred) * inv_c  # (N, 1)
         rstd = 1 / xp.sqrt(var + eps)  # (N, 1)
         xhat = centred * rstd  # (N, C)
         y = xhat if w is None else xhat * w if b is None else xhat * w + b
@@ -49,12 +49,12 @@ class LayerNormFunction(Primitive):
         dxhat = dout_rows if self.w is None else dout_rows * self.saved(self.w, 1)
         # and before that: xhat = (x - mean) * rstd, where x enters three ways, one term each:
         # directly, through mean (N, 1), and through rstd (N, 1)
-        mean_dxhat = dxhat.sum(axis=1, keepdims=True) * inv_c  # (N, 1)
-        mean_dxhat_xhat = (dxhat * xhat).sum(axis=1, keepdims=True) * inv_c  # (N, 1)
+        mean_dxhat = row_sums(dxhat) * inv_c  # (N, 1)
+        mean_dxhat_xhat = row_sums(dxhat * xhat) * inv_c  # (N, 1)
         dx = (rstd * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat)).reshape(dout.shape)
         if self.w is None:
             return (dx,)
-        dw, db = (dout_rows * xhat).sum(axis=0), dout_rows.sum(axis=0)  # (C,) each: summed over the rows
+        dw, db = column_sums(dout_rows * xhat), column_sums(dout_rows)  # (C,) each: summed over the rows
         return (dx, dw, db)[: len(self.needs_input_grad)]
 
     def xhat_in_graph(self) -> Tensor:
