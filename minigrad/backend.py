@@ -152,8 +152,10 @@ def added_at(values: Array, index: tuple, shape: tuple[int, ...]) -> Array:
     target = get_array_module(values).zeros(shape, dtype=values.dtype)
     if all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in index):
         target[index] = values
-    else:  # one index array alone: scatter_add's fast path for an embedding's rows
-        scatter_add(target, index[0] if len(index) == 1 else index, values)
+    elif len(index) == 1 and getattr(index[0], "dtype", np.dtype(bool)).kind in "iu":  # one integer array: an
+        scatter_add(target, index[0], values)  # embedding's rows, which scatter_add sums by sorting (not row by row)
+    else:
+        scatter_add(target, index, values)
     return target
 
 
