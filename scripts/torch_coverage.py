@@ -22,9 +22,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402
-import torch.distributions  # noqa: E402
-import torch.utils.data  # noqa: E402
+try:  # the reference it counts against; without it, --help still answers and the rest says what to install
+    import torch
+    import torch.distributions
+    import torch.utils.data
+except ModuleNotFoundError:
+    torch = None
 
 import minigrad as mg  # noqa: E402
 
@@ -140,7 +143,10 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="scripts/torch_coverage.py", description="Write docs/torch-coverage.md and "
                                      "the README's line of figures from the installed torch (2.13).")
     parser.add_argument("--counts", action="store_true", help="only print the counts per namespace")
-    if parser.parse_args(argv).counts:
+    args = parser.parse_args(argv)
+    if torch is None:
+        parser.error("it counts torch's names, and torch is not installed: pip install -e '.[torch]'")
+    if args.counts:
         for label, n, same, refused, missing in counts(table()):
             print(f"{label}: {same} of {n} the same, {refused} refused, {missing} missing")
         return 0
