@@ -1,6 +1,7 @@
 """F.scaled_dot_product_attention (SDPA): softmax(Q K^T * scale + mask) V as one Function with a closed-form
 backward. models/attention.py writes the same steps out, six nodes, to teach them.
-Shapes: ... batch axes (they broadcast), L queries, S keys and values, E query and key size, Ev value size.
+Shapes: ... batch axes (they broadcast), T queries, T_k keys and values, hs the query's and key's head size, hs_v
+the value's (PyTorch's documentation of this function calls them L, S, E and Ev; S here is the scores).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class ScaledDotProductAttentionFunction(Primitive):
     product = staticmethod(product)  # a @ b, arranged for BLAS (matmul.py)
 
     def forward(self, q, k, v, *float_mask, allowed, scale, dropout_p):
-        qk = self.product(q, k.swapaxes(-1, -2))  # Q K^T, (..., L, S)
+        qk = self.product(q, k.swapaxes(-1, -2))  # Q K^T, (..., T, T_k)
         p = self.weights(qk, float_mask, allowed, scale)  # P = softmax(S), S = Q K^T * scale + mask
         self.q, self.k, self.v, self.p, self.scale, self.drop = q, k, v, p, scale, None
         if dropout_p:
@@ -101,7 +102,7 @@ def scores_backward(node: Primitive, dp: Any, p: Any, need_q: bool, need_k: bool
     """The gradients of q, k (and a float mask) from dP, the gradient of the weights P = softmax(S) of `node` (inputs
     q and k first): dS = P * (dP - rowsum(dP * P)),  dQ = dS K * scale,  dK = dS^T Q * scale,  dmask = dS."""
     xp = namespace(dp)
-    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))  # (..., L, S)
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))  # (..., T, T_k)
     dq = unbroadcast(node.product(ds, node.saved(node.k, 1)) * node.scale, node.q.shape) if need_q else None
     dk = unbroadcast(node.product(xp.swapaxes(ds, -1, -2), node.saved(node.q, 0)) * node.scale,
                      node.k.shape) if need_k else None
@@ -114,13 +115,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                                  dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None, enable_gqa: bool = False) -> Tensor:
     """softmax(query key^T * scale + mask) value in one graph node, as torch.nn.functional.scaled_dot_product_attention
-    (same arguments): query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev), batch axes broadcast.
+    (same arguments): query (..., T, hs), key (..., T_k, hs), value (..., T_k, hs_v) -> (..., T, hs_v), batch axes
+    broadcast.
     attn_mask: boolean, True where a query may attend, or float, added to the scores (F.causal_mask is one); a query
     that may attend to no key gets zeros (F.softmax of the steps written out gives NaN there, as in PyTorch: see
     docs/backward.md, which derives the backward). is_causal: query i sees keys 0..i, the mask aligned top left as
-    PyTorch's (a key/value cache, whose L queries are the last L of S positions, passes F.causal_mask(L, S)).
-    scale: 1 / sqrt(E) by default. enable_gqa: grouped-query attention, heads on axis -3: key and value have Hkv
-    heads, each serving Hq / Hkv consecutive query heads (as torch's, LLaMA 2 and 3's)."""
+    PyTorch's (a key/value cache, whose T queries are the last T of T_k positions, passes F.causal_mask(T, T_k)).
+    scale: 1 / sqrt(hs) by default. enable_gqa: grouped-query attention, heads on axis -3: key and value have
+    n_kv_head heads, each serving nh / n_kv_head consecutive query heads (as torch's, LLaMA 2 and 3's)."""
     op = "scaled_dot_product_attention"
     check_float(op, query)
     if not isinstance(enable_gqa, bool):
@@ -130,10 +132,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2 or query.shape[-1] != key.shape[-1] \
             or key.shape[-2] != value.shape[-2]:
         raise ValueError(f"{op}: query {query.shape}, key {key.shape}, value {value.shape} do not fit "
-                         "(..., L, E), (..., S, E), (..., S, Ev)")
-    L, S = query.shape[-2], key.shape[-2]
+                         "(..., T, hs), (..., T_k, hs), (..., T_k, hs_v)")
+    T, T_k = query.shape[-2], key.shape[-2]
     try:
-        scores = backend.broadcast_shapes(query.shape[:-2], key.shape[:-2]) + (L, S)
+        scores = backend.broadcast_shapes(query.shape[:-2], key.shape[:-2]) + (T, T_k)
         backend.broadcast_shapes(scores[:-2], value.shape[:-2])
     except ValueError:
         raise ValueError(f"{op}: the batch axes of query {query.shape}, key {key.shape} and value {value.shape} "
@@ -144,8 +146,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if is_causal:
         if attn_mask is not None:
             raise ValueError(f"{op}: pass attn_mask or is_causal=True, not both")
-        n = max(L, S)  # query i sees keys 0..i, aligned top left as PyTorch's (the square's first L rows, S columns)
-        allowed = allowed_keys(n, n, query.device)[:L, :S]  # True: a key no later than the query, j <= i
+        n = max(T, T_k)  # query i sees keys 0..i, aligned top left as PyTorch's: the square's first T rows, T_k columns
+        allowed = allowed_keys(n, n, query.device)[:T, :T_k]  # True: a key no later than the query, j <= i
     elif attn_mask is not None:
         allowed, float_mask = _mask(op, attn_mask, query, scores)
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
@@ -154,8 +156,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
 
 
 def _shared_heads(op: str, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
-    """key and value (..., Hkv, S, *) with each head repeated Hq / Hkv times, side by side, as query's Hq heads
-    use them: (..., Hq, S, *); their gradients sum back over the copies (Expand's backward)."""
+    """key and value (..., n_kv_head, T_k, *) with each head repeated nh / n_kv_head times, side by side, as query's
+    nh heads use them: (..., nh, T_k, *); their gradients sum back over the copies (Expand's backward)."""
     if min(query.ndim, key.ndim, value.ndim) < 3:
         raise ValueError(f"{op}: enable_gqa needs a head axis (-3): query {query.shape}, key {key.shape}, "
                          f"value {value.shape}")
