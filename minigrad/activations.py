@@ -98,11 +98,13 @@ class GeluFunction(Primitive):
     keeps it, and x, from which create_graph=True computes dy/dx again on the graph's tensors: recomputing tanh in
     backward, as PyTorch's gelu_backward does from x alone, made the default step 15-50% slower here (NumPy's tanh is
     single-threaded). (mg.fused() and mg.compiled() run a twin that computes both in place and keeps dy/dx alone:
-    minigrad/twins.py.)
+    minigrad/twins.py.) GeluErfFunction is the same with the exact GELU's `parts`.
     """
 
+    parts = staticmethod(gelu_tanh_parts)  # x -> (h, dy/dx), y = x h
+
     def forward(self, x):
-        h, self.slope = gelu_tanh_parts(backend.get_array_module(x), x)
+        h, self.slope = self.parts(namespace(x), x)
         self.x = x
         return x * h
 
@@ -113,7 +115,7 @@ class GeluFunction(Primitive):
     def slope_in_graph(self) -> Tensor:
         """dy/dx under create_graph=True: the same formula on the graph's x."""
         x = self.saved(self.x, 0)
-        return gelu_tanh_parts(namespace(x), x)[1]
+        return self.parts(namespace(x), x)[1]
 
 
 def gelu_erf_parts(xp, x):
@@ -124,26 +126,15 @@ def gelu_erf_parts(xp, x):
     return cdf, cdf + x * pdf
 
 
-class GeluErfFunction(Primitive):
+class GeluErfFunction(GeluFunction):
     """y = x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), Phi the standard normal CDF   (the exact GELU)
 
     dx = dout * dy/dx,  dy/dx = Phi(x) + x phi(x),  phi(x) = exp(-x^2 / 2) / sqrt(2 pi), the normal density.
-    Phi(x) = 0.5 erfc(-x / sqrt(2)): no 1 + erf cancelling where Phi is tiny. As GeluFunction, it keeps dy/dx,
-    computed in forward, and x; a twin keeps dy/dx alone (minigrad/twins.py).
+    Phi(x) = 0.5 erfc(-x / sqrt(2)): no 1 + erf cancelling where Phi is tiny. GeluFunction's forward and backward,
+    with Phi(x) for h: it keeps dy/dx, computed in forward, and x; a twin keeps dy/dx alone (minigrad/twins.py).
     """
 
-    def forward(self, x):
-        cdf, self.slope = gelu_erf_parts(namespace(x), x)
-        self.x = x
-        return x * cdf
-
-    def backward(self, dout):
-        return (dout * self.saved(self.slope, self.slope_in_graph),)
-
-    def slope_in_graph(self) -> Tensor:
-        """dy/dx under create_graph=True: the same formula on the graph's x."""
-        x = self.saved(self.x, 0)
-        return gelu_erf_parts(namespace(x), x)[1]
+    parts = staticmethod(gelu_erf_parts)  # x -> (Phi(x), dy/dx), y = x Phi(x)
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:

@@ -133,9 +133,11 @@ def to_numpy(array: Array) -> np.ndarray:
 def scatter_add(target: Array, indices: Any, values: Array) -> None:
     """target[indices] += values, with repeated indices accumulating (unlike plain `+=`). On the GPU the additions
     are atomic, in whatever order the threads run, so sums over repeated indices can differ in the last bits."""
+    if isinstance(indices, tuple) and len(indices) == 1:  # (rows,) is rows: the same places
+        indices = indices[0]
     if device_of(target) == "cuda":
         cupy.add.at(target, indices, values)  # not cupyx.scatter_add: deprecated in CuPy 14
-    elif getattr(indices, "ndim", None) == 1 and indices.size:
+    elif getattr(indices, "ndim", None) == 1 and indices.dtype.kind in "iu" and indices.size:
         # speed: rows of an embedding. np.add.at goes row by row, so sort the indices instead and sum
         # each run of equal ones with a single reduceat
         order = np.argsort(indices, kind="stable")
@@ -152,8 +154,6 @@ def added_at(values: Array, index: tuple, shape: tuple[int, ...]) -> Array:
     target = get_array_module(values).zeros(shape, dtype=values.dtype)
     if all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in index):
         target[index] = values
-    elif len(index) == 1 and getattr(index[0], "dtype", np.dtype(bool)).kind in "iu":  # one integer array: an
-        scatter_add(target, index[0], values)  # embedding's rows, which scatter_add sums by sorting (not row by row)
     else:
         scatter_add(target, index, values)
     return target

@@ -408,14 +408,16 @@ class Sweep:
         order = graph_order(*starts)
         way = None if self.targets is None else self.way_to_targets(order)  # None: every edge
         freed = way is not None and any(isinstance(edge, Function) and edge.mg_freed for edge in order)  # by an earlier
-        enabled, modes.grad = modes.grad, self.create_graph  # a graph of the gradients only with create_graph=True
+        # a graph of the gradients only with create_graph=True, where each backward's one formula runs on tensors
+        enabled, graph = modes.grad, modes.graph
+        modes.grad = modes.graph = self.create_graph
         try:
             for edge in reversed(order):
                 dout = self.grads.pop(id(edge), None)
                 if dout is not None and (way is None or id(edge) in way):
                     self.visit(edge, dout)
         finally:
-            modes.grad = enabled
+            modes.grad, modes.graph = enabled, graph
         if freed and len(self.captured) < len(self.targets):
             raise RuntimeError(FREED)  # a chosen input not reached: the way to it may have been freed
 
@@ -479,11 +481,7 @@ class Sweep:
                 f"create_graph=True: {type(node).__name__}.backward computes on arrays, so its gradient cannot be "
                 "differentiated; write it against xp and self.saved and set graph_backward = True (docs/backward.md, "
                 "'Backward is a graph too')")
-        graph, modes.graph = modes.graph, self.create_graph  # under create_graph the one formula runs on tensors
-        try:
-            dxs = node.backward(dout) if modes.hook is None else node.call("backward", dout)
-        finally:
-            modes.graph = graph
+        dxs = node.backward(dout) if modes.hook is None else node.call("backward", dout)
         return checked_grads(node, dxs)
 
     def add(self, edge: Function | Tensor, dx: Any) -> None:
