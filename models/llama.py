@@ -135,6 +135,8 @@ class LlamaBlock(nn.Module, renamed_attributes(norm_1="ln_1", norm_2="ln_2")):
 
 
 class Llama(DecoderModel, renamed_attributes(norm_f="ln_f")):
+    config_class, model_type = LlamaConfig, "llama"  # what from_pretrained builds, of which Hugging Face model_type
+
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__()
         self.config = config
