@@ -26,7 +26,8 @@ from gptlab.settings import (
 )
 from gptlab.tasks import Task, TextTask
 from gptlab.tokenizer import CharTokenizer, from_state
-from minigrad import backend, nn
+from minigrad import nn
+from minigrad.array import backend
 from minigrad.optim import Optimizer
 from models.huggingface import check_finite
 

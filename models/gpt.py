@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from minigrad import backend, nn
-from minigrad import functional as F
-from minigrad.arrays import as_array, stable_softmax
+from minigrad import nn
+from minigrad.array import backend
+from minigrad.array.arrays import as_array, stable_softmax
+from minigrad.nn import functional as F
 from minigrad.tensor import Tensor, no_grad
 from models import huggingface
 from models.attention import KVCache, MultiHeadSelfAttention

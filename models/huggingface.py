@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from minigrad import runtime
+from minigrad.array import runtime
 
 CONFIG, WEIGHTS, INDEX = "config.json", "model.safetensors", "model.safetensors.index.json"
 MODEL_TYPES = {"gpt2": "GPT", "llama": "Llama"}  # config.json's model_type -> the minigrad model that loads it

@@ -12,8 +12,9 @@ from dataclasses import InitVar, dataclass
 from typing import Any
 
 import minigrad as mg
-from minigrad import backend, nn
-from minigrad import functional as F
+from minigrad import nn
+from minigrad.array import backend
+from minigrad.nn import functional as F
 from minigrad.tensor import Tensor
 from models.attention import KVCache, MultiHeadSelfAttention
 from models.gpt import DecoderConfig, DecoderModel, Trace
