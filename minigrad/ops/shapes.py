@@ -319,7 +319,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 class Split(Primitive):
     """ys = the pieces of x along `dim` (views);  dx = the pieces' gradients side by side, zeros for a piece that
-    received none. One node with several outputs (see Output in tensor.py): backward runs once, with every piece's
+    received none. One node with several outputs (see Output in core.py): backward runs once, with every piece's
     gradient, and writes one array of x's shape."""
 
     view = True
