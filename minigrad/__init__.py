@@ -311,11 +311,11 @@ class _OldPaths(_abc.MetaPathFinder, _abc.Loader):
 
     def create_module(self, spec: _machinery.ModuleSpec) -> object:
         module = _importlib.import_module(_new_path(spec.name))
-        self.own_spec = module.__spec__  # importlib sets the alias's spec on it next; exec_module puts this back
+        spec.loader_state = module.__spec__  # importlib sets the alias's spec on the module next: kept to put back
         return module
 
     def exec_module(self, module: object) -> None:
-        module.__spec__ = self.own_spec
+        module.__spec__ = module.__spec__.loader_state  # the module's own spec again (its real name and file)
 
     def get_code(self, name: str) -> object:
         """For `python -m minigrad.gradcheck_cases`: the moved module's code, run as __main__."""

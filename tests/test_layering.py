@@ -6,6 +6,10 @@ there is no import circle. The order, lowest first, is declared once, in LAYERS;
 from __future__ import annotations
 
 import ast
+import importlib
+import subprocess
+import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -143,3 +147,71 @@ def test_the_check_catches_a_circle():
     graph = project_imports()
     graph["minigrad.array.dtypes"] = graph["minigrad.array.dtypes"] + [(1, "minigrad.array.arrays")]
     assert circle(graph)[0] == circle(graph)[-1]
+
+
+# ---- the import paths of 0.4: the moved modules warn until 0.5, PyTorch's paths stay ----
+
+def forget(monkeypatch: pytest.MonkeyPatch, old: str) -> None:
+    """As if `old` had never been imported in this process (a warning is given on the first import only)."""
+    import minigrad as mg
+
+    for name in [n for n in sys.modules if n == old or n.startswith(old + ".")]:
+        monkeypatch.delitem(sys.modules, name)
+    if old.split(".")[1] in vars(mg):  # (hasattr would import it)
+        monkeypatch.delattr(mg, old.split(".")[1])
+
+
+@pytest.mark.parametrize("old", sorted(__import__("minigrad").MOVED))
+def test_a_moved_module_imports_by_its_old_path_with_a_warning_naming_the_new(monkeypatch, old):
+    import minigrad as mg
+
+    if old in ("minigrad.kernels", "minigrad.compiled_functions"):
+        pytest.importorskip("numba", reason="Numba is not installed: the compiled kernels' module needs it")
+    forget(monkeypatch, old)
+    with pytest.warns(DeprecationWarning, match=rf"^{old} moved to {mg.MOVED[old]}; the old path goes in 0.5$") as w:
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(mg.MOVED[old])  # the module itself, not a second copy
+    assert module.__name__ == module.__spec__.name == mg.MOVED[old]
+    assert w[0].filename == __file__ or w[0].filename.endswith("importlib/__init__.py")
+
+
+def test_the_warning_names_the_line_of_the_import_and_each_form_works(monkeypatch):
+    import minigrad as mg
+
+    for form, old in (("import minigrad.elementwise", "minigrad.elementwise"),
+                      ("from minigrad.sdpa import scaled_dot_product_attention", "minigrad.sdpa"),
+                      ("from minigrad import backend", "minigrad.backend"), ("mg.shapes.cat", "minigrad.shapes")):
+        forget(monkeypatch, old)
+        with pytest.warns(DeprecationWarning, match=f"{old} moved to") as w:
+            exec(compile(form, __file__, "eval" if form.startswith("mg.") else "exec"), {"mg": mg})
+        assert [r.filename for r in w] == [__file__], form
+
+
+@pytest.mark.parametrize("old", sorted(__import__("minigrad").SECOND_NAMES))
+def test_pytorchs_paths_and_the_mg_modules_stay_without_a_warning(monkeypatch, old):
+    import minigrad as mg
+
+    forget(monkeypatch, old)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(mg.SECOND_NAMES[old])
+    assert getattr(mg, old.split(".")[1]) is module
+
+
+def test_pytorchs_submodule_paths_name_the_same_modules():
+    import minigrad.utils.data.dataloader as dataloader
+    import minigrad.utils.tensorboard as tensorboard
+    from minigrad.utils.data.dataset import Dataset
+
+    from minigrad.pytorch.utils import data
+
+    assert dataloader is data and Dataset is data.Dataset
+    assert tensorboard is importlib.import_module("minigrad.pytorch.utils.tensorboard")
+
+
+def test_the_gradcheck_command_runs_by_its_old_name_with_the_warning():
+    command = [sys.executable, "-W", "always::DeprecationWarning", "-m", "minigrad.gradcheck_cases", "--help"]
+    run = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0 and "usage" in run.stdout
+    assert "minigrad.gradcheck_cases moved to minigrad.check.gradcheck_cases" in run.stderr
