@@ -278,6 +278,8 @@ MOVED = {f"minigrad.{name.rpartition('.')[2]}": f"minigrad.{name}" for name in (
 
 def _old_path(name: str) -> str | None:
     """The path of SECOND_NAMES or MOVED that the module `name` is, or is under (None: neither)."""
+    if not name.startswith("minigrad."):  # the finder is asked about every import of the process
+        return None
     for old in (*SECOND_NAMES, *MOVED):
         if name == old or name.startswith(old + "."):
             return old
