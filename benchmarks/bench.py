@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 import minigrad as mg
-from minigrad import backend, runtime
+from minigrad.array import backend, runtime
 from minigrad.optim import AdamW, decay_groups
 from minigrad.tensor import intercept
 from models import GPT, GPTConfig
@@ -277,7 +277,7 @@ def worker(kind: str, name: str, steps: int, warmup: int, device: str, threads: 
     if kind == "versions":
         info = {"numpy": np.__version__, "blas": blas_threads()}
         try:  # whose sgemm the compiled path's products call (the extras compiled and mkl), on how many threads
-            from minigrad import kernels
+            from minigrad.speed import kernels
 
             with mg.compiled():
                 threads = kernels.numba.get_num_threads()

@@ -12,9 +12,9 @@ from collections.abc import Callable
 import numpy as np
 
 import minigrad as mg
-from minigrad import functional as F
 from minigrad import nn, optim
-from minigrad.lr_scheduler import LambdaLR
+from minigrad.nn import functional as F
+from minigrad.optim.lr_scheduler import LambdaLR
 
 
 def make_moons(n: int = 100, noise: float = 0.1, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

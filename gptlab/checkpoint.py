@@ -26,9 +26,10 @@ from gptlab.settings import (
 )
 from gptlab.tasks import Task, TextTask
 from gptlab.tokenizer import CharTokenizer, from_state
-from minigrad import backend, nn
+from minigrad import nn
+from minigrad.array import backend
 from minigrad.optim import Optimizer
-from models.pretrained import check_finite
+from models.huggingface import check_finite
 
 FORMAT = 6  # 6: one name per quantity (0.5): a Llama's norms are ln_1, ln_2 and ln_f (norm_1, norm_2 and norm_f
 # before), its config's head size is head_size (head_dim before). 5: the model's config, every field (a model from

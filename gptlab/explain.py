@@ -37,9 +37,10 @@ from gptlab.settings import (
 )
 from gptlab.tasks import Task, split
 from gptlab.tokenizer import HFTokenizer
-from minigrad import backend, nn
-from minigrad import functional as F
-from minigrad.picture import Graph
+from minigrad import nn
+from minigrad.array import backend
+from minigrad.autograd.picture import Graph
+from minigrad.nn import functional as F
 
 
 def explain_main(argv: Sequence[str], prog: str = "train.py explain") -> int:

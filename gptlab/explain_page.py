@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from minigrad import core
-from minigrad.picture import between, edge_of
+from minigrad.autograd.picture import between, edge_of
 
 
 def page_data(steps: Any, graph: Any = None) -> dict[str, Any]:

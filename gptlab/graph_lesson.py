@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import minigrad as mg
-import minigrad.functional as F
+import minigrad.nn.functional as F
 
 
 def lesson() -> tuple[mg.Tensor, dict[str, mg.Tensor]]:

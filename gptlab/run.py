@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from minigrad.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 import minigrad as mg
@@ -60,10 +61,10 @@ from gptlab.settings import (
 )
 from gptlab.tasks import TASKS, TEXT_CONTEXT, Split, Task, TextTask, split
 from gptlab.tokenizer import BPE_VOCAB_SIZE
-from minigrad import backend, distributed, nn, runtime
+from minigrad import distributed, nn
+from minigrad.array import backend, runtime
 from minigrad.optim import AdamW, Optimizer, decay_groups
 from minigrad.tensor import increment_version
-from minigrad.utils.tensorboard import SummaryWriter
 from models import IGNORE_INDEX
 
 try:

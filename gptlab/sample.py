@@ -17,7 +17,7 @@ from gptlab.checkpoint import load_checkpoint, restore
 from gptlab.settings import CHECKPOINT, DTYPES, FlagParser, UsageError, load_pretrained, prompt_ids
 from gptlab.tasks import TextTask
 from gptlab.tokenizer import HFTokenizer
-from minigrad import backend
+from minigrad.array import backend
 
 PRETRAINED_NEW_TOKENS = 64  # --max-new-tokens of a loaded or fine-tuned model, unless given
 TEXT_NEW_TOKENS = 256  # --max-new-tokens of a model trained on --task text: a paragraph (nanoGPT's sample.py: 500)

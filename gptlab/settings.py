@@ -21,7 +21,8 @@ from typing import Any, NoReturn
 import minigrad as mg
 from gptlab.tasks import TASKS, TEXT_CONTEXT, Task, make_task, split
 from gptlab.tokenizer import TOKENIZER_FILE, BPETokenizer, CharTokenizer, HFTokenizer
-from minigrad import backend, nn
+from minigrad import nn
+from minigrad.array import backend
 from models import GPT, GPTConfig, Llama, LlamaConfig, pretrained
 
 ARCHITECTURES = {  # --arch: model class and config class. A config takes vocab_size, block_size, n_layer,

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from models.pretrained import CONFIG, check_fields, resave_command
+from models.huggingface import CONFIG, check_fields, resave_command
 
 TOKENIZER_FILE = "tokenizer.json"
 BPE_VOCAB_SIZE = 1024  # BPETokenizer.train's vocabulary unless told: 256 bytes and 768 merges

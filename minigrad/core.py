@@ -25,15 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from minigrad import backend
-from minigrad.arrays import as_array
-from minigrad.dtypes import DType, check_same_device_and_dtype
+from minigrad.array import backend
+from minigrad.array.arrays import as_array
+from minigrad.array.dtypes import DType, check_same_device_and_dtype
 
 # ---- grad mode, and this thread's other switches ----
 
 class Modes(threading.local):
-    """This thread's switches, read by the core (minigrad/switches.py has the context managers that set them). Each
-    thread starts with grad mode on, the teaching implementations and no hook, as in PyTorch for grad mode."""
+    """This thread's switches, read by the core (minigrad/autograd/switches.py has the context managers that set
+    them). Each thread starts with grad mode on, the teaching implementations and no hook, as in PyTorch for grad
+    mode."""
 
     def __init__(self) -> None:
         self.grad = True  # grad mode: whether Function.apply records nodes for backward
@@ -261,12 +262,12 @@ class Function:
             else:
                 results[0]._grad_fn = node
                 node.mg_shape, node.mg_dtype = out.shape, out.dtype  # what it hands its consumers, for the checks
-        node.made(inputs, results, options)  # extension point: versions, views (minigrad/versions.py)
+        node.made(inputs, results, options)  # extension point: versions, views (minigrad/autograd/versions.py)
         return tuple(results) if several else results[0]
 
     def arrays_of(self, inputs: Sequence[Tensor]) -> list[Any]:
         """The inputs' arrays, checked: tensors, all of one dtype and on one device (an extension point: a view whose
-        base was written in place is brought up to date first, minigrad/versions.py)."""
+        base was written in place is brought up to date first, minigrad/autograd/versions.py)."""
         arrays = []
         for i, t in enumerate(inputs):
             if not isinstance(t, Tensor):  # an option given by position, or an array not wrapped yet

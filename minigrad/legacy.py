@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from minigrad import backend, core
-from minigrad.arrays import as_array
+from minigrad import core
+from minigrad.array import backend
+from minigrad.array.arrays import as_array
 
 __all__ = ["BoolTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LegacyConstructor", "LongTensor",
            "TensorType", "type_name"]

@@ -1,8 +1,9 @@
 """mg.Tensor and mg.Function, assembled: the core's Tensor (minigrad/core.py, read it first) with PyTorch's
 contract as layers around it, each a module of its own that adds methods and replaces none of the core's: writes in
-place and version counters (versions.py), hooks (hooks.py), the legacy constructor (legacy.py); and here, the methods
-and operators a PyTorch user calls, each one op of the op modules (elementwise.py, reductions.py, shapes.py,
-matmul.py, activations.py), whose Functions are written on this Function.
+place and version counters (autograd/versions.py), hooks (autograd/hooks.py), the legacy constructor (legacy.py);
+and here, the methods and operators a PyTorch user calls, each one op of the op modules (ops/elementwise.py,
+ops/reductions.py, ops/shapes.py, ops/matmul.py, ops/activations.py, ...). Those sit below this file: they build
+on the core's Tensor and Function, and this file imports them, so the imports run one way.
 """
 
 from __future__ import annotations
@@ -13,31 +14,37 @@ from typing import Any
 
 import numpy as np
 
-from minigrad import backend, core
-from minigrad.arrays import as_axis
+from minigrad import core
+from minigrad.array import backend
+from minigrad.array.arrays import as_axis
+from minigrad.array.dtypes import DType, UnsupportedDType, check_float, number_dtype, number_kind
+from minigrad.array.global_settings import print_options
 from minigrad.autograd import grad
+from minigrad.autograd.hooks import HookedTensor, RemovableHandle, move_retained
+from minigrad.autograd.switches import enable_grad, intercept, no_grad, set_grad_enabled
+from minigrad.autograd.versions import Function, VersionedTensor, increment_version, saves_index
 from minigrad.core import as_writable, graph_order, is_grad_enabled, modes, namespace
-from minigrad.dtypes import DType, UnsupportedDType, check_float, number_dtype, number_kind
-from minigrad.global_settings import print_options
-from minigrad.hooks import HookedTensor, RemovableHandle, move_retained
 from minigrad.legacy import TYPES, LegacyConstructor, TensorType, type_name
-from minigrad.promotion import operands
-from minigrad.switches import enable_grad, intercept, no_grad, set_grad_enabled
-from minigrad.versions import Function, VersionedTensor, increment_version, saves_index
+from minigrad.ops import (
+    Primitive,
+    activations,
+    algebra,
+    creation,
+    elementwise,
+    indexing,
+    matmul,
+    pointwise,
+    reductions,
+    shapes,
+    sorting,
+)
+from minigrad.ops.promotion import operands
 
 __all__ = [
     "Function", "RemovableHandle", "Tensor", "as_writable", "enable_grad", "grad", "graph_order", "increment_version",
     "intercept", "is_grad_enabled", "is_tensor", "modes", "namespace", "no_grad", "numel", "operands", "Primitive",
     "saves_index", "set_grad_enabled",
 ]
-
-
-class Primitive(Function):
-    """The Function minigrad's ops are written on: mg.Function whose backward is written once against xp =
-    namespace(dout) and self.saved, so that the same lines give first-order gradients on arrays and, under
-    create_graph=True, higher-order ones on tensors (a user's Function sets graph_backward itself, if it is so)."""
-
-    graph_backward = True
 
 
 class Tensor(LegacyConstructor, HookedTensor, VersionedTensor, core.Tensor):
@@ -495,18 +502,3 @@ def numel(t: Tensor) -> int:
 
 core.make_tensors_as(Tensor)  # op results and gradients are of this class (core.TENSOR)
 
-# The Tensor <-> ops tie, the one import cycle of the engine: Tensor's operators and methods above call the
-# op modules' functions, and those modules build their Functions and results on Function and Tensor, defined
-# above. Each op module imports only this file and the modules below it, never another op module.
-from minigrad import (  # noqa: E402
-    activations,
-    algebra,
-    creation,
-    elementwise,
-    indexing,
-    matmul,
-    pointwise,
-    reductions,
-    shapes,
-    sorting,
-)

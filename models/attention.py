@@ -10,8 +10,8 @@ import math
 from collections.abc import Callable
 
 import minigrad as mg
-from minigrad import functional as F
 from minigrad import nn
+from minigrad.nn import functional as F
 from minigrad.tensor import Tensor
 from models.renamed import HEADS, KV_HEADS, WIDTH, renamed_attributes, renamed_keywords
 

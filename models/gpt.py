@@ -2,7 +2,7 @@
 pre-LayerNorm, inside residual connections), a final LayerNorm and a head tied to the token embedding.
 DecoderModel holds what the LLaMA-style model (models/llama.py) shares: generate. Some parts keep the names of
 nanoGPT's model.py (wte, wpe, ln_1, ln_2, ln_f, lm_head), others do not (blocks for transformer.h, q_proj, k_proj
-and v_proj for c_attn, fc and proj for c_fc and c_proj): models/pretrained.py maps GPT-2's names onto these.
+and v_proj for c_attn, fc and proj for c_fc and c_proj): models/huggingface.py maps GPT-2's names onto these.
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from minigrad import backend, nn
-from minigrad import functional as F
-from minigrad.arrays import as_array, stable_softmax
+from minigrad import nn
+from minigrad.array import backend
+from minigrad.array.arrays import as_array, stable_softmax
+from minigrad.nn import functional as F
 from minigrad.tensor import Tensor, no_grad
+from models import huggingface
 from models.attention import KVCache, MultiHeadSelfAttention
 from models.renamed import WIDTH, renamed_keywords, sizes_as_config
 
@@ -113,10 +115,8 @@ class DecoderModel(nn.Module):
                         ) -> DecoderModel:
         """GPT.from_pretrained: a GPT with the parameters of a local Hugging Face GPT-2 folder (gpt2, distilgpt2, ...);
         Llama.from_pretrained: a Llama of a LlamaForCausalLM folder. In dtype (float32 or float64) on device, `dropout`
-        to fine-tune with; models/pretrained.py maps the names and refuses, in one line, a folder it cannot load."""
-        from models import pretrained  # it builds GPTs and Llamas: imported when called, not by this module
-
-        return pretrained.load(path, dtype, device, expect=cls, dropout=dropout)
+        to fine-tune with; models/huggingface.py maps the names and refuses, in one line, a folder it cannot load."""
+        return huggingface.load(cls, path, dtype, device, dropout)
 
     def head(self, x: Tensor, targets: Any) -> tuple[Tensor, Tensor | None]:
         """x (B, T, C) after the final norm -> logits (B, T, vocab) and, given targets, the mean cross-entropy over
@@ -225,6 +225,8 @@ def _sample(logits: np.ndarray, temperature: float, top_k: int | None) -> np.nda
 
 
 class GPT(DecoderModel):
+    config_class, model_type = GPTConfig, "gpt2"  # what from_pretrained builds, of which Hugging Face model_type
+
     def __init__(self, config: GPTConfig) -> None:
         super().__init__()
         self.config = config

@@ -12,8 +12,9 @@ from dataclasses import InitVar, dataclass
 from typing import Any
 
 import minigrad as mg
-from minigrad import backend, nn
-from minigrad import functional as F
+from minigrad import nn
+from minigrad.array import backend
+from minigrad.nn import functional as F
 from minigrad.tensor import Tensor
 from models.attention import KVCache, MultiHeadSelfAttention
 from models.gpt import DecoderConfig, DecoderModel, Trace
@@ -135,6 +136,8 @@ class LlamaBlock(nn.Module, renamed_attributes(norm_1="ln_1", norm_2="ln_2")):
 
 
 class Llama(DecoderModel, renamed_attributes(norm_f="ln_f")):
+    config_class, model_type = LlamaConfig, "llama"  # what from_pretrained builds, of which Hugging Face model_type
+
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__()
         self.config = config

@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import minigrad as mg  # noqa: E402
-from minigrad import autograd, functional, init, lr_scheduler, nn, optim  # noqa: E402
+from minigrad import autograd, nn, optim  # noqa: E402
+from minigrad.nn import functional, init  # noqa: E402
+from minigrad.optim import lr_scheduler  # noqa: E402
 from models import gpt, llama  # noqa: E402
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -16,7 +16,7 @@ from typing import Any
 
 import train
 from gptlab.settings import DTYPES
-from minigrad import backend
+from minigrad.array import backend
 
 
 def record_run(device: str, flags: list[str], out: str) -> tuple[int, dict[str, list[float]]]:

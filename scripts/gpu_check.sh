@@ -13,7 +13,7 @@
 #   tests       180s  MINIGRAD_REQUIRE_CUDA=1 pytest -k cuda -x (-n 8 with pytest-xdist): every CUDA test; one
 #                     that cannot run fails
 #                     (tests meant for machines without a GPU still skip, and are listed)
-#   gradcheck    35s  python -m minigrad.gradcheck_cases --device cuda: every backward pass, float64
+#   gradcheck    35s  python -m minigrad.check.gradcheck_cases --device cuda: every backward pass, float64
 #   curves       45s  python -m scripts.compare_curves: 50 steps on the CPU and the GPU from the same seed give
 #                     the same curves, in float32 and in float64
 #   resume       45s  train.py --device cuda --dropout 0.1: 20 steps, then --resume up to 40, with
@@ -79,7 +79,7 @@ check_tests() {
 }
 
 check_gradcheck() {
-    "$PYTHON" -m minigrad.gradcheck_cases --device cuda
+    "$PYTHON" -m minigrad.check.gradcheck_cases --device cuda
 }
 
 check_curves() {

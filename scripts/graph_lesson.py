@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 import minigrad as mg  # noqa: E402
 from gptlab.graph_lesson import lesson  # noqa: E402
-from minigrad.picture import Graph  # noqa: E402
+from minigrad.autograd.picture import Graph  # noqa: E402
 
 PICTURE = ROOT / "docs" / "graph-lesson.svg"
 TITLE = ("x is used twice, as the keys and as the values: two arrows leave it, and its gradient is the sum of both "

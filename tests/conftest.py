@@ -29,9 +29,9 @@ if fake_cupy.active():
     fake_cupy.install()
 
 import minigrad as mg  # noqa: E402  (after the stand-in, which must be in place first)
-from minigrad import backend  # noqa: E402
+from minigrad.array import backend  # noqa: E402
 
-NO_CUDA_REASON = "device 'cuda': minigrad.backend.cuda_available() is False (CuPy not installed or no GPU found)"
+NO_CUDA_REASON = "device 'cuda': minigrad.array.backend.cuda_available() is False (CuPy not installed or no GPU found)"
 REQUIRE_CUDA = "MINIGRAD_REQUIRE_CUDA"
 
 

@@ -21,7 +21,8 @@ if fake_cupy.active():  # MINIGRAD_CUPY_STANDIN=1 reaches the ranks too: they ta
 import minigrad as mg  # noqa: E402  (after the stand-in)
 import train  # noqa: E402
 from gptlab import run  # noqa: E402
-from minigrad import backend, distributed  # noqa: E402
+from minigrad import distributed  # noqa: E402
+from minigrad.array import backend
 from minigrad.optim import SGD  # noqa: E402
 from models import GPT, IGNORE_INDEX, GPTConfig  # noqa: E402
 

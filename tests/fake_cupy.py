@@ -3,7 +3,7 @@
     MINIGRAD_CUPY_STANDIN=1 pytest -m cuda        # docs/gpu.md: what it enforces, what it cannot
 
 tests/conftest.py calls install() before minigrad is imported, which puts this module in sys.modules as `cupy`
-(with `cupy.cuda`, `cupy.random`, `cupyx`, `cupyx.scipy.special`), so minigrad.backend imports it as it would
+(with `cupy.cuda`, `cupy.random`, `cupyx`, `cupyx.scipy.special`), so minigrad.array.backend imports it as it would
 import CuPy. It lives under tests/ only: no user's code path can import it.
 
 Its arrays hold NumPy arrays, but answer as CuPy's do, rule by rule; each rule names the CuPy documentation

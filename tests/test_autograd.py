@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend
-from minigrad import functional as F
-from minigrad.gradcheck_cases import CASES, Case
+from minigrad.array import backend
+from minigrad.check.gradcheck_cases import CASES, Case
+from minigrad.nn import functional as F
 
 
 def grad(t: mg.Tensor) -> np.ndarray:

@@ -13,25 +13,25 @@ import numpy as np
 import pytest
 
 import minigrad
-from minigrad import backend
+from minigrad.array import backend
 
 ENGINE = Path(minigrad.__file__).parent
 
 # Files that may use NumPy freely, and why. None of them is an op: ops get arrays from their inputs.
 NUMPY_ALLOWED_IN = {
-    "backend.py": "the one module that knows NumPy and CuPy apart",
-    "finite_differences.py": "compares gradients on the CPU in float64, moving arrays with backend.to_device / "
+    "array/backend.py": "the one module that knows NumPy and CuPy apart",
+    "check/finite_differences.py": "compares gradients on the CPU in float64, moving arrays with backend.to_device / "
                              "to_numpy",
-    "kernels.py": "the compiled kernels (mg.compiled) run only on C-contiguous float32 NumPy arrays in the CPU's "
+    "speed/kernels.py": "the compiled kernels (mg.compiled) run only on C-contiguous float32 NumPy arrays in the CPU's "
                   "memory (kernels.takes); a Function picks one only for such an array and allocates its results so",
-    "gradcheck_cases.py": "draws float64 test inputs on the CPU; Case.inputs places them on the device",
-    "serialization.py": "reads and writes .npz files on the CPU; arrays leave through backend.to_numpy and "
+    "check/gradcheck_cases.py": "draws float64 test inputs on the CPU; Case.inputs places them on the device",
+    "pytorch/serialization.py": "reads and writes .npz files on the CPU; arrays leave through backend.to_numpy and "
                         "load() returns NumPy arrays for the caller to place on a device",
 }
 # Files that may name CuPy, and why: only the backend makes arrays with it.
 CUPY_ALLOWED_IN = {
-    "backend.py": "the one module that knows NumPy and CuPy apart",
-    "distributed.py": "sends GPU arrays through CuPy's NCCL and gives each rank its GPU; it makes no arrays",
+    "array/backend.py": "the one module that knows NumPy and CuPy apart",
+    "pytorch/distributed.py": "sends GPU arrays through CuPy's NCCL and gives each rank its GPU; it makes no arrays",
 }
 
 # What other engine files may take from NumPy: dtypes and type names, which never allocate an array.
@@ -40,15 +40,16 @@ NUMPY_NAMES = {"dtype", "float16", "float32", "float64", "int32", "int64", "inte
 
 # Named exceptions, (file, enclosing function, numpy attribute) -> why it creates no device array.
 EXCEPTIONS = {
-    ("optim.py", "_norm", "errstate"): "silences NumPy's overflow warning on the powers of a gradient's norm "
+    ("optim/__init__.py", "_norm", "errstate"): "silences NumPy's overflow warning on the powers of a gradient's norm "
                                        "(clip_grad_norm_ then computes it again, scaled); makes no array",
     ("tensor.py", "__repr__", "array2string"): "formats the NumPy copy that .numpy() returned",
-    ("picture.py", "_values", "array2string"): "formats the NumPy copy that backend.to_numpy returned, for a label",
-    ("dtypes.py", "own_dtype", "asarray"): "asks which dtype NumPy gives Python data (a list, a float); "
+    ("autograd/picture.py", "_values", "array2string"): "formats the NumPy copy that backend.to_numpy returned, for "
+                                                        "a label",
+    ("array/dtypes.py", "own_dtype", "asarray"): "asks which dtype NumPy gives Python data (a list, a float); "
                                             "the array is dropped and _as_array builds the real one with the "
                                             "device's array module",
-    ("distributions.py", "_limits", "finfo"): "reads a float dtype's epsilon and lowest value; makes no array",
-    ("dtypes.py", "own_dtype", "errstate"): "silences NumPy's float-to-int warning while own_dtype asks, with a "
+    ("pytorch/distributions.py", "_limits", "finfo"): "reads a float dtype's epsilon and lowest value; makes no array",
+    ("array/dtypes.py", "own_dtype", "errstate"): "silences NumPy's float-to-int warning while own_dtype asks, with a "
                                              "dropped int64 conversion, whether Python data holds an int beyond int64",
 }
 
@@ -135,7 +136,8 @@ def rel(path: Path) -> str:
 
 def test_engine_files_are_found() -> None:
     names = {rel(p) for p in engine_files()}
-    assert {"tensor.py", "elementwise.py", "functional.py", "backend.py", "finite_differences.py"} <= names
+    assert {"tensor.py", "ops/elementwise.py", "nn/functional.py", "array/backend.py",
+            "check/finite_differences.py"} <= names
 
 
 @pytest.mark.parametrize("path", [p for p in engine_files() if rel(p) not in CUPY_ALLOWED_IN], ids=rel)
@@ -151,8 +153,8 @@ def test_every_exception_is_still_needed() -> None:
     assert set(EXCEPTIONS) - used == set(), "remove the EXCEPTIONS that no engine file needs any more"
 
 
-PRIMITIVE_FILES = ("elementwise.py", "reductions.py", "shapes.py", "matmul.py", "activations.py", "normalization.py",
-                   "losses.py", "sdpa.py")
+PRIMITIVE_FILES = ("ops/elementwise.py", "ops/reductions.py", "ops/shapes.py", "ops/matmul.py", "ops/activations.py",
+                   "ops/normalization.py", "ops/losses.py", "ops/sdpa.py")
 
 
 def test_primitives_do_not_import_numpy() -> None:
@@ -186,7 +188,7 @@ BREACHES = {
 
 @pytest.mark.parametrize("source", BREACHES.values(), ids=BREACHES.keys())
 def test_rule_catches(source: str) -> None:
-    found, _ = violations(source, "dtypes.py")
+    found, _ = violations(source, "array/dtypes.py")
     assert found
 
 
@@ -201,12 +203,12 @@ ALLOWED = {
 
 @pytest.mark.parametrize("source", ALLOWED.values(), ids=ALLOWED.keys())
 def test_rule_allows(source: str) -> None:
-    found, _ = violations(source, "dtypes.py")
+    found, _ = violations(source, "array/dtypes.py")
     assert found == []
 
 
 def test_backend_itself_may_use_both() -> None:
-    found, _ = violations("import numpy as np\nimport cupy\nx = np.zeros(3)\ny = cupy.ones(3)\n", "backend.py")
+    found, _ = violations("import numpy as np\nimport cupy\nx = np.zeros(3)\ny = cupy.ones(3)\n", "array/backend.py")
     assert found == []
 
 

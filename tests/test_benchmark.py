@@ -29,7 +29,7 @@ def test_float32_training_step_makes_no_float64_array(config, fused):
 def test_the_float64_detector_can_fail(monkeypatch):
     """A primitive that keeps a float64 array must be caught, even one its backward never uses (the
     engine itself already refuses a float64 gradient for a float32 input)."""
-    from minigrad.activations import GeluFunction
+    from minigrad.ops.activations import GeluFunction
 
     forward = GeluFunction.forward
 
@@ -166,7 +166,7 @@ def test_the_compiled_kind_is_a_default_with_numba_and_runs_fused_and_compiled(m
     assert ("minigrad-compiled" in bench.DEFAULT_FRAMEWORKS) == bench.HAS_NUMBA
     if not bench.HAS_NUMBA:
         pytest.skip("Numba is not installed: pip install -e '.[compiled]' to run the compiled kind")
-    from minigrad import kernels
+    from minigrad.speed import kernels
 
     seen = []
     monkeypatch.setattr(kernels, "gelu_tanh", lambda *a, _k=kernels.gelu_tanh, **kw: seen.append(1) or _k(*a, **kw))

@@ -1,5 +1,5 @@
-"""PyTorch's custom Function protocol through mg.autograd.Function (minigrad/custom_function.py, an adapter around
-minigrad's own): staticmethod forward(ctx, *args) / backward(ctx, *grads) on tensors, checked against torch, with
+"""PyTorch's custom Function protocol through mg.autograd.Function (minigrad/autograd/custom_function.py, an adapter
+around minigrad's own): staticmethod forward(ctx, *args) / backward(ctx, *grads) on tensors, checked against torch, with
 gradcheck, and PyTorch's tutorial polynomial_custom_function.py run under `import minigrad as torch`.
 """
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from minigrad.utils.data import DataLoader, Dataset, RandomSampler, SequentialSampler, TensorDataset, default_collate
 
 import minigrad as mg
-from minigrad.utils.data import DataLoader, Dataset, RandomSampler, SequentialSampler, TensorDataset, default_collate
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: these cases compare with it")
 tdata = torch.utils.data

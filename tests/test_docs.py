@@ -22,7 +22,7 @@ How those files mark their code blocks (GitHub shows them as ordinary code):
   with a decimal point match to 1% plus two units of their last digit.
 A block imports only what `pip install -e .` installs (minigrad, models, gptlab), so that it runs from any folder.
 Every `folder/file` in backticks must exist, and every "`path.py`, `Name`" pair, "`path.py: Name`" and
-`module.name` (a module of minigrad/ or models/, as `shapes.allowed_keys` or `minigrad.runtime.run_parallel`) must
+`module.name` (a module of minigrad/ or models/, as `shapes.allowed_keys` or `minigrad.array.runtime.run_parallel`) must
 name something defined or imported in that file; the comments and docstrings of minigrad/ and models/ are held to
 the same `module.name` rule. Inline code that quotes a line (an assignment, `y = f(x)`, or a statement, `for ...:`) or
 names a method (`self.name`) in a sentence that names one such pair, or in a table whose header names one, must
@@ -52,11 +52,13 @@ QUOTE_SOURCE = re.compile(r"\(`([\w/.-]+\.py)`,\s+`([A-Za-z_][\w.]*)`\):\s*$")
 NAMED_CODE = re.compile(r"`([\w/.-]+\.py)`,\s+`(?![\w/.-]+\.(?:py|md|ipynb|toml|sh)`)([A-Za-z_][\w.]*)(?:\(\))?`")
 PATH = re.compile(r"`((?:[\w.-]+/)+[\w.-]+\.(?:py|md|ipynb|toml|png|sh))`")  # paths with a folder
 INLINE = re.compile(r"`([^`\n]+)`")
-FILE_COLON_NAME = re.compile(r"`([\w/.-]+\.py):\s*([A-Za-z_][\w.]*)`")  # `minigrad/shapes.py: allowed_keys`
-SOURCES = sorted([*(ROOT / "minigrad").glob("*.py"), *(ROOT / "models").glob("*.py")])
-# `cuda.X` and `tensor.X` are as often CuPy's cuda or a tensor's attribute: those are checked only as `minigrad.cuda.X`
-MODULES = {p.stem: p for p in SOURCES if p.stem != "__init__"}
-MODULE_NAME = re.compile(r"(?<![\w./-])(minigrad\.|models\.)?(" + "|".join(MODULES) + r")\.([A-Za-z_]\w*)")
+FILE_COLON_NAME = re.compile(r"`([\w/.-]+\.py):\s*([A-Za-z_][\w.]*)`")  # `minigrad/ops/shapes.py: allowed_keys`
+SOURCES = sorted([*(ROOT / "minigrad").rglob("*.py"), *(ROOT / "models").glob("*.py")])
+# `cuda.X` and `tensor.X` are as often CuPy's cuda or a tensor's attribute: those are checked only as `minigrad.cuda.X`;
+# nn's and utils' own modules (loss, transformer, data, ...) are as often words: checked as `minigrad/nn/loss.py` only
+MODULES = {p.stem: p for p in SOURCES if p.stem != "__init__"
+           and (p.parent.name not in ("nn", "utils") or p.stem in ("functional", "init"))}
+MODULE_NAME = re.compile(r"(?<![\w./-])(minigrad\.(?:[a-z]+\.)*|models\.)?(" + "|".join(MODULES) + r")\.([A-Za-z_]\w*)")
 EXTENSIONS = {"py", "md", "html", "svg", "png", "ipynb", "txt", "json", "toml", "sh", "npz", "pt"}
 READS_OUT = re.compile(r"""["']out["'/]""")  # a block that reads the model `python train.py` saved in out/
 NUMBER = re.compile(r"[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -391,7 +393,8 @@ def test_comments_and_docstrings_name_what_exists(path: Path) -> None:
 def test_stale_names_are_caught_in_every_form() -> None:
     """A name that moved or was renamed (shapes.future_keys became allowed_keys) is caught in each form a doc uses;
     the same sentences naming what exists pass."""
-    forms = ["(`minigrad/shapes.py`, `{}`)", "`minigrad/shapes.py: {}`", "`shapes.{}`", "`minigrad.shapes.{}()`"]
+    forms = ["(`minigrad/ops/shapes.py`, `{}`)", "`minigrad/ops/shapes.py: {}`", "`shapes.{}`",
+             "`minigrad.ops.shapes.{}()`"]
     for form in forms:
         assert not missing_names(f"The triangle is made once {form.format('allowed_keys')}."), form
         assert missing_names(f"The triangle is made once {form.format('future_keys')}."), form
@@ -467,7 +470,7 @@ def test_inline_quotes_are_in_the_function_named(path: Path) -> None:
 
 
 def test_inline_quote_rules() -> None:
-    named = "(`minigrad/activations.py`, `SoftmaxFunction.forward`)"
+    named = "(`minigrad/ops/activations.py`, `SoftmaxFunction.forward`)"
     assert not stale_inline_quotes([f"The forward keeps `self.y = y` {named}.", "",
                                     f"Here `y = other(x)`. The next sentence, {named}, quotes nothing."])
     assert stale_inline_quotes([f"The forward runs `y = other(x)` {named}."])  # a stale line
@@ -476,7 +479,7 @@ def test_inline_quote_rules() -> None:
     assert not stale_inline_quotes([f"| step | {named} |", "|---|---|", "| one | `self.y = y` |"])
     assert not stale_inline_quotes([f"前向保留 `self.y = y` {named}。這裡的 `y = other(x)` 不是引用。"])  # 。 ends it
     assert stale_inline_quotes([f"前向執行 `y = other(x)` {named}。"])
-    colon = "(`minigrad/activations.py: SoftmaxFunction.forward`)"
+    colon = "(`minigrad/ops/activations.py: SoftmaxFunction.forward`)"
     assert not stale_inline_quotes([f"The forward keeps `self.y = y` {colon}."])
     assert stale_inline_quotes([f"The forward runs `y = other(x)` {colon}."])  # the one-backtick form too
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend
-from minigrad import functional as F
+from minigrad.array import backend
+from minigrad.nn import functional as F
 
 
 def shapes(*parts: str) -> str:

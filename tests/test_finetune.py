@@ -23,7 +23,7 @@ import train
 from gptlab.checkpoint import FORMAT, load_checkpoint, restore
 from gptlab.settings import CHECKPOINT
 from gptlab.tokenizer import HFTokenizer
-from minigrad import runtime
+from minigrad.array import runtime
 from models import pretrained
 
 QUIET = ["--samples", "0", "--no-explain", "--eval-interval", "100", "--eval-iters", "1"]

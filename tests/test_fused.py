@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import arrays
-from minigrad import functional as F
+from minigrad.array import arrays
+from minigrad.nn import functional as F
 from minigrad.tensor import intercept
 from models.attention import MultiHeadSelfAttention
 
@@ -146,7 +146,7 @@ def test_attention_node_runs_only_under_the_switch_and_never_with_a_trace():
     x = mg.randn(2, 5, 8)
     assert "ScaledDotProductAttentionFunction" not in _nodes(attn, x)
     with mg.fused():
-        assert "FastAttention" in _nodes(attn, x)  # attention's twin that reuses its buffers (minigrad/twins.py)
+        assert "FastAttention" in _nodes(attn, x)  # attention's twin that reuses its buffers (minigrad/speed/twins.py)
         trace = []
         attn(x, trace=trace)  # a trace asks for the steps: they run written out
         assert set(trace[0]) == {"q", "k", "v", "scores", "weights", "out"}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from minigrad import backend
+from minigrad.array import backend
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("compare_curves", ROOT / "scripts" / "compare_curves.py")

@@ -134,8 +134,9 @@ def test_the_data_parallel_sum_of_gradients_counts_its_write():
     as the library's other writes are (a world of one, whose all-reduce leaves the values as they are)."""
     from types import SimpleNamespace
 
-    from gptlab.run import Run
     from minigrad.distributed import World
+
+    from gptlab.run import Run
 
     p = parameter(mg)
     (p**2).sum().backward()

@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend, gradcheck_cases
-from minigrad import functional as F
-from minigrad.finite_differences import GradcheckError, gradcheck
-from minigrad.gradcheck_cases import CASES, Case
+from minigrad.array import backend
+from minigrad.check import gradcheck_cases
+from minigrad.check.finite_differences import GradcheckError, gradcheck
+from minigrad.check.gradcheck_cases import CASES, Case
+from minigrad.nn import functional as F
 from minigrad.tensor import Function
 
 REPO = Path(__file__).resolve().parents[1]
@@ -143,7 +144,7 @@ def test_checks_only_inputs_that_require_grad(rand) -> None:
     assert [r.index for r in result.inputs] == [0]
 
 
-# ---- python -m minigrad.gradcheck_cases ----
+# ---- python -m minigrad.check.gradcheck_cases ----
 
 def _table_rows(stdout: str) -> dict[str, str]:
     """op name -> verdict ("pass" or "FAIL ...") from the printed table."""
@@ -156,7 +157,7 @@ def _table_rows(stdout: str) -> dict[str, str]:
 
 
 def _run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "minigrad.gradcheck_cases", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "minigrad.check.gradcheck_cases", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -240,17 +241,17 @@ def test_cli_prints_no_warning() -> None:
 
 
 MG_GRADCHECK = ("import types\n"
-                "import minigrad.finite_differences\n"
+                "import minigrad.check.finite_differences\n"
                 "assert isinstance(mg.gradcheck, types.FunctionType), type(mg.gradcheck)\n"
                 "x = mg.tensor([1.0, 2.0], requires_grad=True, dtype=mg.float64)\n"
                 "assert mg.gradcheck(lambda t: t * t, x)\n"
-                "assert mg.GradcheckError is minigrad.finite_differences.GradcheckError\n")
+                "assert mg.GradcheckError is minigrad.check.finite_differences.GradcheckError\n")
 
 
 @pytest.mark.parametrize("imports", [
     "import minigrad as mg",
-    "from minigrad.gradcheck_cases import CASES\nimport minigrad as mg",
-    "import minigrad.gradcheck_cases\nimport minigrad.finite_differences\nimport minigrad as mg",
+    "from minigrad.check.gradcheck_cases import CASES\nimport minigrad as mg",
+    "import minigrad.check.gradcheck_cases\nimport minigrad.check.finite_differences\nimport minigrad as mg",
 ], ids=["package only", "table first", "submodules first"])
 def test_mg_gradcheck_is_the_plain_function_in_any_import_order(imports: str) -> None:
     """mg.gradcheck(fn, x) is public API: a plain function, whichever module was imported first."""

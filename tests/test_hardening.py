@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend, nn, optim
-from minigrad import functional as F
+from minigrad import nn, optim
+from minigrad.array import backend
+from minigrad.nn import functional as F
 
 try:
     import torch

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import functional as F
-from minigrad.gradcheck_cases import CASES, Case
+from minigrad.check.gradcheck_cases import CASES, Case
+from minigrad.nn import functional as F
 
 # ---- the gradcheck table: two formulas that must agree, and second derivatives by finite differences ----
 
@@ -394,9 +394,9 @@ def test_an_array_backward_runs_first_order_and_refuses_create_graph_in_one_line
 
 
 def test_the_deprecated_formula_and_sum_to_still_work() -> None:
-    """minigrad.second_order.formula registers a second formula for create_graph=True, and sum_to sums a tensor back
-    to a shape, each with a DeprecationWarning, for one release."""
-    from minigrad.second_order import formula, sum_to
+    """minigrad.autograd.second_order.formula registers a second formula for create_graph=True, and sum_to sums a
+    tensor back to a shape, each with a DeprecationWarning, for one release."""
+    from minigrad.autograd.second_order import formula, sum_to
 
     class Square(mg.Function):
         def forward(self, x):

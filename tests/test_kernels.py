@@ -1,4 +1,4 @@
-"""The compiled kernels (minigrad/kernels.py, under mg.compiled()) against the NumPy code they compile: every
+"""The compiled kernels (minigrad/speed/kernels.py, under mg.compiled()) against the NumPy code they compile: every
 kernel's outputs and gradients equal the NumPy path's in float32 (to float32's rounding), on awkward inputs too;
 exp32 within its stated error; and where a kernel does not apply (float64, a view, amsgrad, the GPU) the NumPy
 code runs, bit for bit. Without Numba only the switch's refusal is tested."""
@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import functional as F
+from minigrad.nn import functional as F
 from minigrad.optim import Adam, AdamW
 from minigrad.tensor import intercept
 
 try:
     import numba
 
-    from minigrad import kernels
-    from minigrad.compiled_functions import IMPLEMENTATIONS
+    from minigrad.speed import kernels
+    from minigrad.speed.compiled_functions import IMPLEMENTATIONS
 except ImportError:
     numba = kernels = None
     IMPLEMENTATIONS = {}
@@ -30,10 +30,10 @@ needs_numba = pytest.mark.skipif(numba is None, reason="Numba is not installed: 
 
 
 def _without_numba(monkeypatch):
-    """From here on `from minigrad import kernels` fails, as it does where Numba is not installed."""
+    """From here on `from minigrad.speed import kernels` fails, as it does where Numba is not installed."""
     for name in ("kernels", "compiled_functions"):  # the kernels, and the implementations that call them
-        monkeypatch.delattr(mg, name, raising=False)
-        monkeypatch.setitem(sys.modules, f"minigrad.{name}", None)
+        monkeypatch.delattr(mg.speed, name, raising=False)
+        monkeypatch.setitem(sys.modules, f"minigrad.speed.{name}", None)
 
 
 def test_compiled_without_numba_says_what_to_install(monkeypatch):

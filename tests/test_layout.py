@@ -1,6 +1,6 @@
-"""The layout's promises, read from the code itself: the core imports nothing above the array layer, imports run
-one way down except for the Tensor <-> op modules tie, no module takes another's private name or patches a class,
-and a training step runs the teaching Functions unless a speed switch asks for their compiled implementations.
+"""The layout's promises, read from the code itself: no module takes another's private name or patches a class, and a
+training step runs the teaching Functions unless a speed switch asks for their compiled implementations (the
+layers and their one-way imports: tests/test_layering.py).
 """
 
 from __future__ import annotations
@@ -18,55 +18,8 @@ import train
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "minigrad"
-OP_MODULES = {"elementwise", "reductions", "shapes", "matmul", "activations",  # what Tensor's operators call
-              "pointwise", "indexing", "sorting", "algebra", "creation"}  # and its methods x.sort(), x.new_zeros(), ...
 PROJECT = [*ENGINE.rglob("*.py"), *(ROOT / "models").glob("*.py"), *(ROOT / "gptlab").glob("*.py"), *ROOT.glob("*.py"),
            *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "scripts").glob("*.py"), *(ROOT / "examples").glob("*.py")]
-
-
-def engine_imports() -> dict[str, set[str]]:
-    """minigrad module -> the minigrad modules it imports, at any depth of its code."""
-    graph = {}
-    for path in ENGINE.glob("*.py"):
-        found = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("minigrad"):
-                found |= {node.module.split(".")[1]} if "." in node.module else {a.name for a in node.names}
-            elif isinstance(node, ast.Import):
-                found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("minigrad.")}
-        graph[path.stem] = found & {p.stem for p in ENGINE.glob("*.py")} - {path.stem, "__init__"}
-    return graph
-
-
-def reaches(graph: dict[str, set[str]], start: str) -> set[str]:
-    seen, todo = set(), [start]
-    while todo:
-        for m in graph[todo.pop()] - seen:
-            seen.add(m)
-            todo.append(m)
-    return seen
-
-
-ARRAY_LAYER = {"backend", "dtypes", "arrays"}
-
-
-def test_the_core_imports_nothing_above_the_array_layer():
-    graph = engine_imports()
-    assert graph["core"] <= ARRAY_LAYER, f"core.py imports {graph['core'] - ARRAY_LAYER}"
-    assert not reaches(graph, "core") - ARRAY_LAYER  # nor do the modules it imports
-
-
-def test_the_only_import_cycle_is_the_tensor_op_modules_tie():
-    graph = engine_imports()
-    in_cycles = {m for m in graph if m in reaches(graph, m)}
-    assert in_cycles == {"tensor"} | OP_MODULES
-    assert graph["tensor"] & in_cycles == OP_MODULES
-    for m in OP_MODULES:  # an op module reaches back up only to tensor.py, never through another op module
-        assert not graph[m] & OP_MODULES, f"{m} imports {graph[m] & OP_MODULES}"
-    assert not graph["functional"] - {"activations", "elementwise", "losses", "matmul", "normalization", "sdpa",
-                                      "shapes", "convolution", "composed"}, \
-        "functional.py is a face: it re-exports, nothing more"
-    assert "functional" not in set().union(*(graph[m] for m in graph if m not in ("__init__", "nn", "gradcheck_cases")))
 
 
 def test_no_module_imports_another_module_s_private_name():
@@ -96,12 +49,13 @@ def test_the_root_holds_what_a_user_runs():
 
 
 def test_no_class_is_patched_in_the_engine_or_the_benchmark():
-    for path in [*ENGINE.glob("*.py"), *(ROOT / "benchmarks").glob("*.py")]:
+    for path in [*ENGINE.rglob("*.py"), *(ROOT / "benchmarks").glob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setattr":
                 target = ast.unparse(node.args[0])
-                # instances only: a module's child (nn.ModuleList) and this thread's switches (switches.py)
-                assert target in ("self", "self._state"), f"{path.name}: setattr({target}, ...)"
+                # instances only: a module's child (nn.ModuleList; a slice of a Sequential, `part`) and this thread's
+                # switches (switches.py)
+                assert target in ("self", "self._state", "part"), f"{path.name}: setattr({target}, ...)"
 
 
 # installed packages (NumPy, ...) are not the project's, even in a virtual environment inside the checkout (.venv)
@@ -137,7 +91,7 @@ TEACHING = {f"{cls}.{method}" for cls in ("EmbeddingFunction", "LayerNormFunctio
                                           "SoftmaxFunction", "GeluFunction", "CrossEntropyFunction", "Add", "Mul",
                                           "Where", "Reshape", "Permute")
             for method in ("forward", "backward")}
-SPEED_FILES = {"minigrad/kernels.py", "minigrad/compiled_functions.py", "minigrad/twins.py"}
+SPEED_FILES = {"minigrad/speed/kernels.py", "minigrad/speed/compiled_functions.py", "minigrad/speed/twins.py"}
 
 
 def test_the_default_step_enters_every_teaching_function_and_no_kernel(capsys):
@@ -145,7 +99,7 @@ def test_the_default_step_enters_every_teaching_function_and_no_kernel(capsys):
     called = trace_second_iteration([])
     assert TEACHING <= {q for _, q in called}, sorted(TEACHING - {q for _, q in called})
     assert not {f for f, _ in called} & SPEED_FILES
-    assert {("minigrad/matmul.py", "product"), ("minigrad/core.py", "Sweep.visit")} <= called
+    assert {("minigrad/ops/matmul.py", "product"), ("minigrad/core.py", "Sweep.visit")} <= called
 
 
 def test_the_compiled_step_runs_the_compiled_implementations_instead(capsys):
@@ -157,7 +111,7 @@ def test_the_compiled_step_runs_the_compiled_implementations_instead(capsys):
     assert {"CompiledLayerNorm.forward", "CompiledLayerNorm.backward", "CompiledSlope.forward",
             "CompiledSlope.backward", "CompiledAttention.weights", "CompiledAttention.softmax_backward",
             "CompiledEmbedding.backward"} <= names
-    assert {("minigrad/kernels.py", k) for k in ("layer_norm_forward", "layer_norm_backward", "gelu_tanh",
+    assert {("minigrad/speed/kernels.py", k) for k in ("layer_norm_forward", "layer_norm_backward", "gelu_tanh",
                                                   "multiply", "attention_weights", "softmax_backward", "add_rows",
                                                   "adam")} <= called
     replaced = {"LayerNormFunction.forward", "LayerNormFunction.backward", "FastLayerNorm.forward",
@@ -166,7 +120,7 @@ def test_the_compiled_step_runs_the_compiled_implementations_instead(capsys):
                 "ScaledDotProductAttentionFunction.backward", "FastAttention.softmax_backward",
                 "SoftmaxFunction.backward", "EmbeddingFunction.backward"}
     assert not names & replaced, sorted(names & replaced)
-    assert ("minigrad/matmul.py", "product") not in called  # every product on the kernels' threads
+    assert ("minigrad/ops/matmul.py", "product") not in called  # every product on the kernels' threads
 
 
 def test_the_fused_path_runs_only_when_asked_for(capsys):
@@ -240,10 +194,10 @@ def test_every_point_of_the_contract_is_provided_by_the_module_that_implements_i
 
     project_modules()
     provider = {name: getattr(core.contract, name).__module__ for name in core.Contract.__slots__}
-    assert provider == {"run_hooks": "minigrad.hooks", "capture": "minigrad.autograd",
-                        "check_versions": "minigrad.versions", "count_write": "minigrad.versions",
-                        "saved_version": "minigrad.versions",
-                        "node_of": "minigrad.versions", "share_version": "minigrad.versions",
+    assert provider == {"run_hooks": "minigrad.autograd.hooks", "capture": "minigrad.autograd",
+                        "check_versions": "minigrad.autograd.versions", "count_write": "minigrad.autograd.versions",
+                        "saved_version": "minigrad.autograd.versions",
+                        "node_of": "minigrad.autograd.versions", "share_version": "minigrad.autograd.versions",
                         "chosen_inputs": "minigrad.autograd"}
     for name in provider:  # each called on a line of the core
         assert f"contract.{name}(" in Path(core.__file__).read_text()

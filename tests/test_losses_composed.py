@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import functional as F
 from minigrad import nn
+from minigrad.nn import functional as F
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install 'minigrad[torch]'")
 TF = torch.nn.functional

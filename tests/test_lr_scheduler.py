@@ -12,7 +12,7 @@ import pytest
 
 import minigrad as mg
 from minigrad import nn, optim
-from minigrad.lr_scheduler import LambdaLR, WarmupCosineLR
+from minigrad.optim.lr_scheduler import LambdaLR, WarmupCosineLR
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install 'minigrad[torch]'")
 

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend, optim
-from minigrad import functional as F
+from minigrad import optim
+from minigrad.array import backend
+from minigrad.nn import functional as F
 from models import GPT, IGNORE_INDEX, MLP, DecoderBlock, GPTConfig, KVCache, Llama, LlamaConfig, MultiHeadSelfAttention
 from models.llama import LlamaBlock, RotaryEmbedding, SwiGLU
 

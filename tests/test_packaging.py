@@ -22,7 +22,7 @@ def test_the_engine_the_models_and_gptlab_are_installed_with_every_subpackage() 
     expected = {".".join(init.parent.relative_to(REPO).parts)
                 for top in PACKAGES for init in (REPO / top).rglob("__init__.py")}
     assert sorted(installed) == sorted(expected)
-    assert {"minigrad.utils", *PACKAGES} <= expected  # minigrad.utils.data, torch.utils.data's names
+    assert {"minigrad.pytorch.utils", "minigrad.ops", *PACKAGES} <= expected  # torch.utils.data's names, the ops
 
 
 def test_the_license_file_pyproject_names_exists_and_is_mit() -> None:

@@ -1,4 +1,4 @@
-"""minigrad/runtime.py: importing minigrad changes nothing process-wide (the allocator setting is opt-in), the
+"""minigrad/array/runtime.py: importing minigrad changes nothing process-wide (the allocator setting is opt-in), the
 CPU thread-parallel path (runtime.run_parallel, used by AdamW(fused=True)) gives the same numbers as one thread,
 and the thread pool is made anew in a forked child.
 
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import runtime
+from minigrad.array import runtime
 from minigrad.optim import AdamW
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,10 +33,10 @@ class SpyCDLL(ctypes.CDLL):
         used.append(name)
         return super().__getitem__(name)
 ctypes.CDLL = SpyCDLL
-import minigrad, minigrad.runtime, minigrad.optim, minigrad.gradcheck_cases, models
+import minigrad, minigrad.array.runtime, minigrad.optim, minigrad.check.gradcheck_cases, models
 assert "mallopt" not in used, used
 assert threading.active_count() == 1, threading.enumerate()  # no thread pool either
-minigrad.runtime.keep_large_blocks_in_heap()
+minigrad.array.runtime.keep_large_blocks_in_heap()
 assert "mallopt" in used, used  # the spy sees the explicit call
 """
 
@@ -51,8 +51,8 @@ def test_importing_minigrad_leaves_the_allocator_alone() -> None:
 
 
 HEAP_IN_HUGE_PAGES = """
-import minigrad.runtime, numpy as np
-minigrad.runtime.keep_large_blocks_in_heap()
+import minigrad.array.runtime, numpy as np
+minigrad.array.runtime.keep_large_blocks_in_heap()
 a = np.ones(1 << 20 >> 3)  # 1 MiB: NumPy asks for huge pages itself only from 4 MiB on
 inside = False
 for line in open("/proc/self/smaps").read().splitlines():  # each region's first line, then its fields

@@ -24,7 +24,7 @@ from hf_folders import GPT2, MODELS, VOCAB, modeling_llama, reference_loss, torc
 import minigrad as mg
 import train
 from gptlab.tokenizer import HFTokenizer, from_state
-from minigrad import runtime
+from minigrad.array import runtime
 from models import GPT, IGNORE_INDEX, Llama
 from models import pretrained as hf_load
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import functional as F
+from minigrad.nn import functional as F
 
 try:
     import torch
@@ -136,7 +136,7 @@ def test_dim_ops_match_torch(name) -> None:
 # ---- where each op is found ----
 
 # by module name: the package attribute mg.matmul is the function, which the module of that name defines
-OP_MODULES = [importlib.import_module(f"minigrad.{name}") for name in (
+OP_MODULES = [importlib.import_module(f"minigrad.ops.{name}") for name in (
     "elementwise", "reductions", "shapes", "matmul", "creation", "activations", "normalization", "losses", "sdpa")]
 
 

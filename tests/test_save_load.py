@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
+from minigrad.array import backend
 
 FORMAT_1 = Path(__file__).parent / "data" / "checkpoint-format-1.npz"  # written by minigrad's save before format 2
 
@@ -151,4 +152,4 @@ def test_map_location_puts_tensors_and_arrays_on_the_gpu():
     buffer = io.BytesIO()
     mg.save({"t": mg.ones(2), "a": np.zeros(2)}, buffer)
     back = mg.load(io.BytesIO(buffer.getvalue()), map_location="cuda")
-    assert back["t"].device == "cuda" and mg.backend.device_of(back["a"]) == "cuda"
+    assert back["t"].device == "cuda" and backend.device_of(back["a"]) == "cuda"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import functional as F
+from minigrad.nn import functional as F
 
 
 def naive_softmax(x: np.ndarray) -> np.ndarray:

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend, nn
-from minigrad import functional as F
+from minigrad import nn
+from minigrad.array import backend
+from minigrad.nn import functional as F
 
 
 def grad(t: mg.Tensor) -> np.ndarray:

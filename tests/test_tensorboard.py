@@ -8,10 +8,10 @@ import json
 
 import numpy as np
 import pytest
-
-import minigrad as mg
 from minigrad.utils import tensorboard
 from minigrad.utils.tensorboard import SummaryWriter
+
+import minigrad as mg
 
 
 @pytest.fixture

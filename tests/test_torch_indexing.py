@@ -1,4 +1,4 @@
-"""Issue 50, indexing by index tensors (minigrad/indexing.py): scatter, scatter_add, index_select/add/copy/fill,
+"""Issue 50, indexing by index tensors (minigrad/ops/indexing.py): scatter, scatter_add, index_select/add/copy/fill,
 masked_scatter, take_along_dim, narrow, unfold, nonzero, argwhere and count_nonzero, as functions, methods and in
 place, each compared with torch (values, float64 gradients of every input, dtypes, errors)."""
 

@@ -179,10 +179,9 @@ def test_module_walks_are_generators_as_torchs():
 
 def test_torchs_import_paths_and_refusals():
     import minigrad.nn.modules
+    import minigrad.serialization
     from minigrad.nn.modules.module import Module
     from minigrad.utils.data.dataset import Dataset, TensorDataset
-
-    import minigrad.serialization
 
     assert minigrad.nn.modules.Module is Module is mg.nn.Module and Dataset is mg.utils.data.Dataset
     assert TensorDataset is mg.utils.data.TensorDataset and minigrad.serialization.save is mg.save

@@ -1,4 +1,4 @@
-"""PyTorch as the oracle: every case of minigrad.gradcheck_cases.CASES, written again with torch, must give the
+"""PyTorch as the oracle: every case of minigrad.check.gradcheck_cases.CASES, written again with torch, must give the
 same values and the same input gradients (float64, CPU, one random upstream gradient) to 1e-10.
 """
 
@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import functional as F
-from minigrad.gradcheck_cases import (
+from minigrad.check.gradcheck_cases import (
     _CLASS_WEIGHT,
     _GATHER_0,
     _GATHER_1,
@@ -26,6 +25,7 @@ from minigrad.gradcheck_cases import (
     CASES,
     Case,
 )
+from minigrad.nn import functional as F
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: pip install 'minigrad[torch]' to run the oracle")
 TF = torch.nn.functional
@@ -261,7 +261,7 @@ TORCH.update({
     "BCEWithLogitsLoss layer": lambda x: torch.nn.BCEWithLogitsLoss(pos_weight=_t(_POS_WEIGHT))(x, _t(_PROBS)),
 })
 
-TORCH.update({  # the names of PyTorch's namespace beyond the teaching set (minigrad/pointwise.py, indexing.py)
+TORCH.update({  # the names of PyTorch's namespace beyond the teaching set (minigrad/ops/pointwise.py, indexing.py)
     "scatter_add repeated places": lambda x, s: torch.scatter_add(x, 1, _t(_GATHER_1), s),
     "index_add": lambda x, s: x.index_add(0, torch.tensor([2, 0, 2]), s, alpha=0.5),
     "log10 log2 log1p": lambda x: x.log10() * x.log2() + x.log1p(),

@@ -1,6 +1,6 @@
-"""Issue 50: ordering and counting (minigrad/sorting.py), torch.linalg's norms (minigrad/linalg.py) and einsum, diag,
-norm and cdist (minigrad/algebra.py), each compared with torch: values, float64 gradients of every input (0 where a
-norm is 0, as PyTorch's), dtypes, errors."""
+"""Issue 50: ordering and counting (minigrad/ops/sorting.py), torch.linalg's norms (minigrad/ops/linalg.py) and einsum,
+diag, norm and cdist (minigrad/ops/algebra.py), each compared with torch: values, float64 gradients of every input (0
+where a norm is 0, as PyTorch's), dtypes, errors."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The twins of minigrad/twins.py (the in-place bodies that mg.fused() and mg.compiled() run) against their teaching
-Functions: the same forward and every gradient, on odd shapes, broadcast batch axes, empty inputs and masked rows, in
-float64, the error measured against the size of all the gradients together (some true gradients are exactly 0);
+"""The twins of minigrad/speed/twins.py (the in-place bodies that mg.fused() and mg.compiled() run) against their
+teaching Functions: the same forward and every gradient, on odd shapes, broadcast batch axes, empty inputs and masked
+rows, in float64, the error measured against the size of all the gradients together (some true gradients are exactly 0);
 the same second derivatives where a twin keeps what its teaching backward needs, and a refusal in one line where it
 does not (the GELUs keep dy/dx, not x).
 """
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import functional as F
-from minigrad.twins import FUSED
+from minigrad.nn import functional as F
+from minigrad.speed.twins import FUSED
 
 
 def _values(shapes, seed):

@@ -20,7 +20,7 @@ Stuck? python -m gptlab.exercises {name} --hint   (again for the next line)
 
 import math  # noqa: F401
 
-from minigrad import backend  # noqa: F401
+from minigrad.array import backend  # noqa: F401
 from minigrad.tensor import Primitive, namespace
 {imports}
 

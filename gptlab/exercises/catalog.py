@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import math
 
-import minigrad.nn.functional as F
 import numpy as np
 
+import minigrad.nn.functional as F
 from gptlab.exercises.exercise import Exercise, causal, floats, masked_scores
 from gptlab.exercises.gpt import GPT
-from minigrad.activations import GeluFunction, LogSoftmaxFunction, SoftmaxFunction
-from minigrad.elementwise import Add, MaskedFillFunction, Mul, Tanh
-from minigrad.losses import CrossEntropyFunction
-from minigrad.matmul import MatMul
-from minigrad.normalization import LayerNormFunction
-from minigrad.sdpa import ScaledDotProductAttentionFunction, scores_backward
-from minigrad.shapes import EmbeddingFunction
+from minigrad.ops.activations import GeluFunction, LogSoftmaxFunction, SoftmaxFunction
+from minigrad.ops.elementwise import Add, MaskedFillFunction, Mul, Tanh
+from minigrad.ops.losses import CrossEntropyFunction
+from minigrad.ops.matmul import MatMul
+from minigrad.ops.normalization import LayerNormFunction
+from minigrad.ops.sdpa import ScaledDotProductAttentionFunction, scores_backward
+from minigrad.ops.shapes import EmbeddingFunction
 from minigrad.tensor import Tensor
 
 
@@ -32,7 +32,7 @@ def attention_head(x: Tensor, wq: Tensor, wk: Tensor, wv: Tensor) -> Tensor:
 
 BINARY_CASES = ((3,), (3,)), ((2, 3), (3,)), ((2, 1, 4), (3, 1))
 SOFTMAX_SHAPES = (1, 3), (2, 5), (2, 3, 4)
-STABLE_SOFTMAX = "from minigrad.arrays import stable_softmax"
+STABLE_SOFTMAX = "from minigrad.array.arrays import stable_softmax"
 SHIFT = ("{op} does not change when a constant is added to a row of x, so moving x along (1, ..., 1) changes "
          "nothing and dx must sum to 0 along each row; yours does not: {term}")
 
@@ -54,8 +54,8 @@ EXERCISES = (
         "Broadcasting: the adjoint of a copy is a sum",
         ("z = a * b, so dz/da = b: da = dout * b, of the broadcast shape, and db = dout * a.",
          "Then each is summed back over the axes its input was broadcast along, as in the exercise add "
-         "(minigrad.arrays.unbroadcast does it)."),
-        imports="from minigrad.arrays import unbroadcast  # the sum you wrote in the exercise add"),
+         "(minigrad.array.arrays.unbroadcast does it)."),
+        imports="from minigrad.array.arrays import unbroadcast  # the sum you wrote in the exercise add"),
     Exercise(
         "matmul", "matmul with batches", "MatMul", ("a", "b"), "z = a @ b  (a (..., n, k), b (..., k, m): batch axes "
         "broadcast)",
@@ -67,7 +67,7 @@ EXERCISES = (
         ("z_ij = sum_k a_ik b_kj, so dz_ij/da_ik = b_kj: da = dout @ b^T (swap b's last two axes), of a's shape "
          "but for the batch axes.",
          "dz_ij/db_kj = a_ik: db = a^T @ dout; each then summed over the batch axes its input was broadcast along."),
-        imports="from minigrad.arrays import unbroadcast  # the sum you wrote in the exercise add"),
+        imports="from minigrad.array.arrays import unbroadcast  # the sum you wrote in the exercise add"),
     Exercise(
         "tanh", "tanh", "Tanh", ("x",), "y = tanh(x)",
         "    def forward(self, x):\n        self.y = backend.get_array_module(x).tanh(x)\n        return self.y\n",
@@ -186,7 +186,8 @@ EXERCISES = (
          "P = softmax(S) row by row: dS = P * (dP - sum(dP * P)) along the keys (the exercise softmax); masked "
          "entries have P = 0, so their dS is 0 by itself.",
          "S = Q K^T * scale: dQ = dS @ K * scale, dK = dS^T @ Q * scale; then unbroadcast each to its input's shape."),
-        imports=STABLE_SOFTMAX + "\nfrom minigrad.arrays import unbroadcast  # the sum you wrote in the exercise add"),
+        imports=STABLE_SOFTMAX
+        + "\nfrom minigrad.array.arrays import unbroadcast  # the sum you wrote in the exercise add"),
     Exercise(
         "head", "a whole causal attention head (a composition)", "Head", ("x", "wq", "wk", "wv"),
         "out = softmax(masked(q k^T / sqrt(hs))) v,  q = x wq, k = x wk, v = x wv  (x (B, T, C), w (C, hs))",

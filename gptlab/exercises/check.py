@@ -15,7 +15,7 @@ import numpy as np
 
 import minigrad as mg
 from gptlab.exercises.exercise import Exercise
-from minigrad.arrays import unbroadcast
+from minigrad.array.arrays import unbroadcast
 from minigrad.tensor import Function
 
 STEP, RTOL, ATOL = 1e-6, 1e-5, 1e-7  # finite differences in float64
@@ -111,7 +111,7 @@ def diagnose(exercise: Exercise, name: str, g: Any, r: np.ndarray, shape: tuple[
         if broadcasts(shape, g.shape) and close(unbroadcast(g, shape), r):
             return f"{d} has shape {g.shape} but {name} has shape {shape}: it was broadcast in " \
                    "forward, and the adjoint of a copy is a sum: sum over the broadcast axes (a missing sum over a " \
-                   "broadcast axis; minigrad.arrays.unbroadcast)"
+                   "broadcast axis; minigrad.array.arrays.unbroadcast)"
         return f"{d} has shape {g.shape}, but {name} has shape {shape}"
     if close(g, r):
         return None

@@ -4,9 +4,9 @@ gradient kept in self.grads and compared with autograd's (tiny_gpt), in backward
 
 from __future__ import annotations
 
-import minigrad.nn.functional as F
 import numpy as np
 
+import minigrad.nn.functional as F
 from gptlab.exercises.exercise import Case, Exercise, floats, masked_scores
 from minigrad.tensor import Tensor
 
@@ -69,7 +69,7 @@ GPT_FORWARD = """    def forward(self, wte, wpe, wq, wk, wv, wo, w1, w2, w_head,
         return -xp.log(rows[xp.arange(B * T), targets.reshape(-1)]).mean()  # the mean over B * T positions
 """
 
-GPT_HELPERS = '''from minigrad.arrays import stable_softmax
+GPT_HELPERS = '''from minigrad.array.arrays import stable_softmax
 
 GELU_C, GELU_K = math.sqrt(2 / math.pi), 0.044715
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from minigrad import functional as F
-from minigrad.dtypes import DType
-from minigrad.init import constant_
-from minigrad.nn import Module, empty
+from minigrad.array.dtypes import DType
+from minigrad.nn import functional as F
+from minigrad.nn.init import constant_
+from minigrad.nn.layers import Module, empty
 from minigrad.tensor import Tensor
 
 

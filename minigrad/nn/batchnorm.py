@@ -1,17 +1,17 @@
 """Batch normalisation layers (nn.BatchNorm1d, nn.BatchNorm2d), as torch.nn's: weight and bias (learned, init 1
 and 0), running_mean, running_var and num_batches_tracked as buffers (in state_dict, as PyTorch's keys), the batch's
 statistics in training and the running ones in evaluation; and nn.GroupNorm, per sample. The formulas are
-F.batch_norm's and F.group_norm's (minigrad/composed.py).
+F.batch_norm's and F.group_norm's (minigrad/ops/composed.py).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from minigrad import functional as F
-from minigrad.creation import ones, tensor, zeros
-from minigrad.dtypes import DType
-from minigrad.nn import Module, constant
+from minigrad.array.dtypes import DType
+from minigrad.nn import functional as F
+from minigrad.nn.layers import Module, constant
+from minigrad.ops.creation import ones, tensor, zeros
 from minigrad.tensor import Tensor
 
 

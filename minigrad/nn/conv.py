@@ -1,6 +1,6 @@
 """Convolution and pooling layers (nn.Conv1d, nn.Conv2d, nn.ConvTranspose1d/2d, nn.MaxPool*, nn.AvgPool*,
 nn.AdaptiveAvgPool*, nn.AdaptiveMaxPool*), as torch.nn's: the same arguments, initialisation and state_dict keys, so
-that a PyTorch state_dict loads. Each calls its F function (minigrad/convolution.py: the windows, then a matmul, a
+that a PyTorch state_dict loads. Each calls its F function (minigrad/ops/convolution.py: the windows, then a matmul, a
 max or a mean).
 """
 
@@ -10,12 +10,12 @@ import math
 
 import numpy as np
 
-from minigrad import functional as F
-from minigrad.convolution import Size, padding_pairs
-from minigrad.dtypes import DType
-from minigrad.init import kaiming_uniform_, uniform_
-from minigrad.nn import Module, empty
+from minigrad.array.dtypes import DType
+from minigrad.nn import functional as F
 from minigrad.nn.activation import FunctionLayer
+from minigrad.nn.init import kaiming_uniform_, uniform_
+from minigrad.nn.layers import Module, empty
+from minigrad.ops.convolution import Size, padding_pairs
 from minigrad.tensor import Tensor
 
 

@@ -1,15 +1,15 @@
 """More losses as layers (nn.L1Loss, nn.SmoothL1Loss, nn.HuberLoss, nn.BCELoss, nn.KLDivLoss,
 nn.CosineEmbeddingLoss, nn.MarginRankingLoss), as torch.nn's: each holds its options and calls its F function
-(minigrad/composed.py). MSELoss, CrossEntropyLoss, NLLLoss and BCEWithLogitsLoss are in nn/__init__.py.
+(minigrad/ops/composed.py). MSELoss, CrossEntropyLoss, NLLLoss and BCEWithLogitsLoss are in nn/layers.py.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from minigrad import functional as F
-from minigrad.losses import REDUCTIONS, reduction_error
-from minigrad.nn import Module
+from minigrad.nn import functional as F
+from minigrad.nn.layers import Module
+from minigrad.ops.losses import REDUCTIONS, reduction_error
 from minigrad.tensor import Tensor
 
 

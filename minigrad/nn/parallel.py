@@ -1,12 +1,12 @@
 """torch.nn.parallel's DistributedDataParallel: the name exists, so that a program importing it runs, and making one
-refuses in one line naming minigrad's data parallelism over MPI (minigrad/distributed.py).
+refuses in one line naming minigrad's data parallelism over MPI (minigrad/pytorch/distributed.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from minigrad.distributed import ALTERNATIVE
+from minigrad.pytorch.distributed import ALTERNATIVE
 
 __all__ = ["DistributedDataParallel"]
 

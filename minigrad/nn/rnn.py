@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from minigrad import functional as F
-from minigrad.creation import zeros
-from minigrad.dtypes import DType
-from minigrad.init import uniform_
-from minigrad.nn import Module, empty
-from minigrad.shapes import cat, stack
+from minigrad.array.dtypes import DType
+from minigrad.nn import functional as F
+from minigrad.nn.init import uniform_
+from minigrad.nn.layers import Module, empty
+from minigrad.ops.creation import zeros
+from minigrad.ops.shapes import cat, stack
 from minigrad.tensor import Tensor
 
 State = Tensor | tuple[Tensor, Tensor]  # h, or (h, c) for an LSTM

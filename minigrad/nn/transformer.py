@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from minigrad import functional as F
-from minigrad.creation import full
-from minigrad.dtypes import DType
-from minigrad.init import constant_, xavier_uniform_
-from minigrad.nn import Dropout, LayerNorm, Linear, Module, ModuleList, empty
-from minigrad.shapes import triu
+from minigrad.array.dtypes import DType
+from minigrad.nn import functional as F
+from minigrad.nn.init import constant_, xavier_uniform_
+from minigrad.nn.layers import Dropout, LayerNorm, Linear, Module, ModuleList, empty
+from minigrad.ops.creation import full
+from minigrad.ops.shapes import triu
 from minigrad.tensor import Tensor
 
 Mask = Tensor | None
