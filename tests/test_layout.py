@@ -102,6 +102,37 @@ def test_the_default_step_enters_every_teaching_function_and_no_kernel(capsys):
     assert {("minigrad/ops/matmul.py", "product"), ("minigrad/core.py", "Sweep.visit")} <= called
 
 
+def test_the_reading_routes_name_only_what_a_default_run_or_the_walkthrough_runs(capsys):
+    """Every function and class the README's reading routes name (docs/layout.md's block reads them) is entered by a
+    default `python train.py` (a short one: its steps, evaluation, sample and explain) or by the walkthrough's code,
+    so that a breakpoint there is hit; and the routes stay under 1,000 lines, as the README says."""
+    from test_docs import blocks
+
+    counting = next(b for b in blocks(ROOT / "docs" / "layout.md") if "named = []" in b.code)
+    route = {"__name__": "layout"}
+    exec(compile(counting.code, "docs/layout.md", "exec"), route)
+    assert route["named"] and sum(map(len, route["both"].values())) < 1000
+    entered: set[tuple[str, str]] = set()
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(str(ROOT) + os.sep):
+            entered.add((os.path.relpath(frame.f_code.co_filename, ROOT), frame.f_code.co_qualname))
+
+    walkthrough = {"__name__": "walkthrough"}
+    with tempfile.TemporaryDirectory() as out:
+        sys.setprofile(profile)
+        try:
+            assert train.main(["--steps", "3", "--out", out]) == 0
+            for block in blocks(ROOT / "docs" / "self-attention.md"):
+                if block.info == "python" and block.quote is None:
+                    exec(compile(block.code, "docs/self-attention.md", "exec"), walkthrough)
+        finally:
+            sys.setprofile(None)
+    never = [f"{file}: {name}" for file, name in route["named"]
+             if not any(f == file and (q == name or q.startswith(name + ".")) for f, q in entered)]
+    assert not never, f"the reading routes name what neither a default run nor the walkthrough enters: {never}"
+
+
 def test_the_compiled_step_runs_the_compiled_implementations_instead(capsys):
     """The reverse under --compiled (which also asks for attention as one node): the Functions with a compiled
     implementation run it, on the kernels, and their teaching code is not entered; NumPy's products are not called."""
