@@ -187,7 +187,7 @@ def test_the_products_on_the_kernels_threads_equal_numpy_s(blas, monkeypatch):
     if blas not in kernels.SGEMMS:
         pytest.skip(f"{blas}'s sgemm is not here: OpenBLAS needs NumPy's wheel and a thread-safe Numba threading layer "
                     "(OpenMP or TBB); MKL the extra, pip install -e '.[mkl]'")
-    monkeypatch.setattr(kernels, "PRODUCTS", blas)
+    monkeypatch.setenv(kernels.FORCE_SGEMM, blas)
     rng = np.random.default_rng(5)
 
     def arr(*shape):
@@ -398,7 +398,7 @@ def test_the_adam_kernel_equals_the_fused_numpy_step(kind, options):
 def test_where_no_kernel_applies_the_numpy_code_runs_bit_for_bit(monkeypatch):
     # the products are a kernel of their own: on NumPy's BLAS's sgemm they are NumPy's to the bit; MKL's (the mkl
     # extra) sums in another order, and from mkl 2026 that shows in float32's last bit even at these sizes
-    monkeypatch.setattr(kernels, "PRODUCTS", "OpenBLAS")
+    monkeypatch.setenv(kernels.FORCE_SGEMM, "OpenBLAS")
     rng = np.random.default_rng(1)
     wide = rng.standard_normal((4, 6, 16))
     cases = [
