@@ -14,12 +14,21 @@ from minigrad import backend, kernels
 from minigrad.activations import GeluErfFunction, GeluFunction, SoftmaxFunction
 from minigrad.arrays import as_rows
 from minigrad.core import Function
+from minigrad.losses import CrossEntropyFunction
 from minigrad.matmul import LinearFunction, MatMul
 from minigrad.matmul import product as numpy_product
 from minigrad.normalization import LayerNormFunction
 from minigrad.sdpa import ScaledDotProductAttentionFunction
 from minigrad.shapes import EmbeddingFunction
-from minigrad.twins import FastAttention, FastGelu, FastGeluErf, FastLayerNorm, FastSoftmax, SlopeFunction
+from minigrad.twins import (
+    FastAttention,
+    FastCrossEntropy,
+    FastGelu,
+    FastGeluErf,
+    FastLayerNorm,
+    FastSoftmax,
+    SlopeFunction,
+)
 
 
 def product(a: Any, b: Any) -> Any:
@@ -62,7 +71,14 @@ class CompiledGeluErf(CompiledSlope, FastGeluErf):
 
 
 class CompiledSoftmax(FastSoftmax):
-    """Softmax's backward row by row, in one pass."""
+    """Softmax's forward and backward row by row, each row in one pass (its exps by exp32, on every core)."""
+
+    def forward(self, x):
+        x_rows = as_rows(x)
+        if not kernels.takes(x_rows):
+            return super().forward(x)
+        self.y = kernels.softmax(x_rows)[0].reshape(x.shape)
+        return self.y
 
     def backward(self, dout):
         dout_rows, y = as_rows(dout), as_rows(self.y)
@@ -71,6 +87,18 @@ class CompiledSoftmax(FastSoftmax):
                                           out=backend.get_array_module(dout_rows).empty_like(dout_rows))
             return (dx.reshape(dout.shape),)
         return super().backward(dout)
+
+
+class CompiledCrossEntropy(FastCrossEntropy):
+    """Cross-entropy's softmax row by row, each row in one pass (its exps by exp32, on every core); label smoothing
+    runs the NumPy code."""
+
+    @staticmethod
+    def losses_and_probs(x, rows, targets, smoothing):
+        if smoothing or not kernels.takes(x):
+            return FastCrossEntropy.losses_and_probs(x, rows, targets, smoothing)
+        probs, most, log_sums = kernels.softmax(x)
+        return log_sums - (x[rows, targets] - most), probs  # -log softmax(x)[t] = log(sum) - (x - max)[t]
 
 
 class CompiledLayerNorm(FastLayerNorm):
@@ -133,6 +161,7 @@ IMPLEMENTATIONS: dict[type[Function], type[Function]] = {
     GeluFunction: CompiledGelu,
     GeluErfFunction: CompiledGeluErf,
     SoftmaxFunction: CompiledSoftmax,
+    CrossEntropyFunction: CompiledCrossEntropy,
     LayerNormFunction: CompiledLayerNorm,
     ScaledDotProductAttentionFunction: CompiledAttention,
     EmbeddingFunction: CompiledEmbedding,

@@ -29,7 +29,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from minigrad import backend, machine, runtime
+from minigrad import backend, blas_threads, machine, runtime
 from minigrad.arrays import as_rows
 
 F = np.float32
@@ -326,6 +326,38 @@ def _attention_rows(s, allowed, scale):
             row[j] /= total
 
 
+# ---- softmax by rows (twins.py's FastSoftmax forward, FastCrossEntropy.losses_and_probs) ----
+
+def softmax(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(y, most, log_sums) for rows x (N, M): y = exp(x - most) / sum, most each row's max and log_sums the log of
+    each row's sum of exp(x - most), both (N,): softmax's forward, and cross-entropy's -log softmax(x)[t] =
+    log_sums - (x[t] - most)."""
+    y = np.empty_like(x)
+    most, log_sums = np.empty(x.shape[0], F), np.empty(x.shape[0], F)
+    _softmax_rows(x, y, most, log_sums)
+    return y, most, log_sums
+
+
+@pjit
+def _softmax_rows(x, y, most, log_sums):
+    """Each row: its max (as _flip orders floats: an integer max, in vector instructions), y = exp(x - max) by
+    exp32, the sum, y /= sum. A NaN gives a NaN sum, and a row of NaN, as in NumPy; so do +inf and a row of -inf
+    (inf - inf)."""
+    n, m = x.shape
+    for r in numba.prange(n):
+        top = np.int32(-2**31)
+        for j in range(m):
+            top = max(top, _flip(_bits_of_float(x[r, j])))
+        row_max = _float_with_bits(_flip(top))
+        total = F(0.0)
+        for j in range(m):
+            y[r, j] = exp32(x[r, j] - row_max)
+            total += y[r, j]
+        for j in range(m):
+            y[r, j] /= total
+        most[r], log_sums[r] = row_max, math.log(total)
+
+
 # ---- softmax's backward by rows (twins.py's FastSoftmax and FastAttention.softmax_backward) ----
 
 def softmax_backward(dout: np.ndarray, y: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -417,7 +449,6 @@ _BLAS, _OPENBLAS = _numpy_blas() if THREADED else (None, 0)
 SGEMMS = {name: address for name, address in (("OpenBLAS", _OPENBLAS), ("MKL", _OPENBLAS and _mkl_sgemm()))
           if address}
 FORCE_SGEMM = "MINIGRAD_SGEMM"  # OpenBLAS, MKL or NumPy: whose products run, instead of the measured choice
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")  # a user's thread count: kept
 # whose sgemm `product` calls (None: the products stay NumPy's) and how many threads the kernels run on, chosen at
 # the first take_cores by what runs faster here (choose_products), and how that was decided (describe() says it)
 PRODUCTS: str | None = None
@@ -462,7 +493,7 @@ def choose_products(allowed: int) -> tuple[str | None, int, str]:
         return (None if name == "NumPy" else name), allowed, f"{FORCE_SGEMM}={forced}"
     if not SGEMMS:
         return None, allowed, "no sgemm found to call"
-    counts = sorted({allowed} if any(v in os.environ for v in THREAD_VARIABLES) else {1, allowed})
+    counts = sorted({allowed} if blas_threads.fixed_by_environment() else {1, allowed})  # a user's count: kept
     candidates = [(name, n) for name in SGEMMS for n in counts]
     if len(candidates) == 1:
         return candidates[0][0], candidates[0][1], "the only one found"

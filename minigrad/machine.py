@@ -1,7 +1,7 @@
 """The machine a run is on: the CPU's model and vector extensions, NumPy's BLAS and the kernel it runs, the threads,
-and the float32 sgemm peak. What is measured is measured once and kept per machine in a cache file (XDG_CACHE_HOME
-or ~/.cache, minigrad/machine.json; MINIGRAD_CACHE_DIR elsewhere), under a key made of what makes the machine. benchmarks/bench.py and
-benchmarks/nanogpt.py print it; minigrad/kernels.py and minigrad/blas_threads.py keep their measured choices there.
+and the float32 sgemm peak. What is measured is measured once and kept per machine in a cache file
+(~/.cache/minigrad/machine.json; XDG_CACHE_HOME or MINIGRAD_CACHE_DIR move it), under a key made of what makes the
+machine. benchmarks/bench.py and benchmarks/nanogpt.py print it; minigrad/kernels.py keeps its measured choice there.
 """
 
 from __future__ import annotations
