@@ -31,47 +31,54 @@ def blas_controller() -> Any:
 class BlasThreads:
     """Tries each count of `candidates` for `trial` steps in turn (after `warmup` steps at the BLAS's own count),
     keeps the one whose median step was the shortest, and tries them all again `every` steps later, doubling
-    `every` each time the choice stays (so a quiet run pays for fewer trials as it goes). close() gives the BLAS
-    its own count back."""
+    `every` each time the choice stays (so a quiet run pays for fewer trials as it goes). In a later round, a count
+    whose step takes more than twice the chosen one's median is dropped at once: beside a busy program a trial of
+    two threads costs one slow step, not three. close() gives the BLAS its own count back."""
 
     def __init__(self, blas: Any, candidates: list[int], warmup: int = 3, trial: int = 3, every: int = 50) -> None:
         if len(candidates) < 2 or min(candidates) < 1:
             raise ValueError(f"BlasThreads: expected two or more thread counts of at least 1, got {candidates}")
         self.blas, self.candidates, self.trial, self.every = blas, candidates, trial, every
-        self.step, self.next_trial = 0, warmup  # steps seen; the step at which the next round of trials starts
+        self.wait = warmup  # steps until the next round of trials
+        self.queue: list[int] = [] if warmup > 0 else self.round()  # the counts of this round's steps still to run
         self.times: dict[int, list[float]] = {}  # this round's step times per count
         self.chosen: int | None = None
-        self.limit: Any = None  # threadpoolctl's limiter in effect, whose restore gives the BLAS its count back
-
-    def running(self) -> int | None:
-        """The count being tried in the step about to run, or None between rounds."""
-        k = (self.step - self.next_trial) // self.trial
-        return self.candidates[k] if self.step >= self.next_trial and k < len(self.candidates) else None
+        self.chosen_ms = 0.0  # the chosen count's median step at the last round, in seconds
+        self.limit: Any = None  # threadpoolctl's first limiter, whose restore gives the BLAS its own count back
+        self.current = 0  # the count set last (0: none yet)
 
     def after_step(self, seconds: float) -> str | None:
         """Count the step that took `seconds`; at the end of a round keep the faster count; set the BLAS to the
         count of the next step where it changes. Returns a sentence saying what was chosen, after the first round
         only (for the run's log)."""
-        count = self.running()
-        self.step += 1
         said = None
-        if count is not None:
+        if self.queue:  # the step was a trial of queue[0]
+            count = self.queue.pop(0)
             self.times.setdefault(count, []).append(seconds)
-            if self.running() is None:  # the round is over
+            if self.chosen is not None and count != self.chosen and seconds > 2 * self.chosen_ms:
+                self.queue = [n for n in self.queue if n != count]  # clearly slower: no more steps at it
+            if not self.queue:
                 said = self.choose()
-        upcoming = self.running()
-        if upcoming is not None and (self.step - self.next_trial) % self.trial == 0:
+        else:
+            self.wait -= 1
+            if self.wait <= 0:  # a round starts with the next step
+                self.queue = self.round()
+        upcoming = self.queue[0] if self.queue else self.chosen
+        if upcoming is not None:
             self.set(upcoming)
         return said
+
+    def round(self) -> list[int]:
+        """The counts of a round's steps, in order: `trial` steps at each candidate."""
+        return [n for n in self.candidates for _ in range(self.trial)]
 
     def choose(self) -> str | None:
         medians = {n: statistics.median(t) for n, t in self.times.items()}
         best = min(medians, key=lambda n: medians[n])
         first, stays = self.chosen is None, best == self.chosen
-        self.chosen, self.times = best, {}
+        self.chosen, self.chosen_ms, self.times = best, medians[best], {}
         self.every = self.every * 2 if stays else self.every
-        self.next_trial = self.step + self.every
-        self.set(best)
+        self.wait = self.every
         if not first:
             return None
         said = ", ".join(f"{n} thread{'s' * (n > 1)} {1e3 * m:.1f} ms" for n, m in medians.items())
@@ -79,10 +86,14 @@ class BlasThreads:
                 "then; --blas-threads N or OPENBLAS_NUM_THREADS=N sets it)")
 
     def set(self, count: int) -> None:
+        """The BLAS on `count` threads, where it changes."""
+        if count == self.current:
+            return
         if self.limit is None:
             self.limit = self.blas.limit(limits=count)
         else:
             self.blas.limit(limits=count)
+        self.current = count
 
     def close(self) -> None:
         if self.limit is not None:

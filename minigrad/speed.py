@@ -61,7 +61,7 @@ def is_fused_enabled() -> bool:
 
 class compiled(Switch):
     """`with mg.compiled():` the Functions that have a compiled implementation (minigrad/compiled_functions.py:
-    GELU, layer norm, softmax's backward, attention, the matrix products, the embedding's backward; and
+    GELU, layer norm, softmax, cross-entropy, attention, the matrix products, the embedding's backward; and
     Adam(W)(fused=True)'s step) run it instead of their NumPy code, chosen where Function.apply chooses, on float32
     CPU arrays, on every core; NumPy's own BLAS runs on one thread meanwhile, whatever cap was set before
     (process-wide, until the last block on any thread exits, which gives back the count it found). The optional
