@@ -466,8 +466,9 @@ def print_profile(p: dict[str, Any], warmup: int, label: str = "minigrad") -> No
     for label, fwd, bwd, total in rows:
         cells = "".join("          " if t is None else f" {t:>9.2f}" for t in (fwd, bwd))
         print(f"  {label:<{width}}{cells} {total:>9.2f} {100 * total / ph['step']:>5.1f}%")
-    phases = profile_phases(p)
-    print("  phases: " + ", ".join(f"{name} {ms:.2f} ms ({100 * ms / ph['step']:.0f}%)" for name, ms in phases.items()))
+    kinds = profile_phases(p)
+    print("  by kind of work: " + ", ".join(f"{name} {ms:.2f} ms ({100 * ms / ph['step']:.0f}%)"
+                                            for name, ms in kinds.items()))
     print("  [engine]: each phase's time outside every primitive: zero_grad, the model's Python code and graph "
           "building in\n  forward; the engine's graph walk and gradient sums in backward. [optimizer]: AdamW.step. "
           "The timing wrappers add\n  a little to the step.\n", flush=True)

@@ -493,10 +493,12 @@ def choose_products(allowed: int) -> tuple[str | None, int, str]:
         return (None if name == "NumPy" else name), allowed, f"{FORCE_SGEMM}={forced}"
     if not SGEMMS:
         return None, allowed, "no sgemm found to call"
-    counts = sorted({allowed} if blas_threads.fixed_by_environment() else {1, allowed})  # a user's count: kept
+    fixed = blas_threads.fixed_by_environment()
+    counts = sorted({allowed} if fixed else {1, allowed})  # a user's count: kept
     candidates = [(name, n) for name in SGEMMS for n in counts]
     if len(candidates) == 1:
-        return candidates[0][0], candidates[0][1], "the only one found"
+        threads = f", {fixed} keeping the threads" if fixed else ""
+        return candidates[0][0], candidates[0][1], f"the only sgemm found{threads}"
     label = f"compiled products ({', '.join(f'{name} on {n}' for name, n in candidates)} threads)"
     times, cached = machine.remembered(label, lambda: {f"{name} {n}": _time_work(name, n) for name, n in candidates})
     best = min(candidates, key=lambda c: times[f"{c[0]} {c[1]}"])
