@@ -229,7 +229,7 @@ def profile_rows(profile: dict[str, Any]) -> list[tuple[str, float | None, float
     return rows
 
 
-def profile_phases(profile: dict[str, Any]) -> dict[str, float]:
+def kinds_of_work(profile: dict[str, Any]) -> dict[str, float]:
     """A step's ms in four parts that add up to it: the products (the primitives of matmul, bmm and linear, a linear
     layer's bias included), the other primitives' array work (elementwise, reductions, attention as one node), the
     optimizer, and the engine's own Python ([engine] of profile_rows: the step minus every primitive and AdamW)."""
@@ -466,7 +466,7 @@ def print_profile(p: dict[str, Any], warmup: int, label: str = "minigrad") -> No
     for label, fwd, bwd, total in rows:
         cells = "".join("          " if t is None else f" {t:>9.2f}" for t in (fwd, bwd))
         print(f"  {label:<{width}}{cells} {total:>9.2f} {100 * total / ph['step']:>5.1f}%")
-    kinds = profile_phases(p)
+    kinds = kinds_of_work(p)
     print("  by kind of work: " + ", ".join(f"{name} {ms:.2f} ms ({100 * ms / ph['step']:.0f}%)"
                                             for name, ms in kinds.items()))
     print("  [engine]: each phase's time outside every primitive: zero_grad, the model's Python code and graph "
