@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 import minigrad as mg
-from minigrad import backend, machine, runtime
+from minigrad import backend, blas_threads, machine, runtime
 from minigrad.matmul import LinearFunction, MatMul
 from minigrad.optim import AdamW, decay_groups
 from minigrad.tensor import intercept
@@ -338,8 +338,7 @@ def _status_mib(field: str) -> float:
 
 def _worker_env(threads: int) -> dict[str, str]:
     """The environment of a worker: every BLAS and OpenMP pool sized to `threads`."""
-    return dict(os.environ, **{var: str(threads) for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                                            "MKL_NUM_THREADS")})
+    return dict(os.environ, **{var: str(threads) for var in blas_threads.THREAD_VARIABLES})
 
 
 def spawn(kind: str, args: argparse.Namespace, name: str = "tiny", steps: int = 0) -> dict[str, Any]:

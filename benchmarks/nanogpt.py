@@ -23,7 +23,7 @@ import numpy as np
 
 from benchmarks.bench import step_flops, write_atomically
 from gptlab.tasks import make_task, split
-from minigrad import machine
+from minigrad import blas_threads, machine
 from models import IGNORE_INDEX
 from train import batch_arrays
 
@@ -40,7 +40,6 @@ RECIPE = {  # nanoGPT's README, "I only have a macbook": config/train_shakespear
     "learning_rate": 1e-3, "min_lr": 1e-4, "warmup_iters": 100, "beta2": 0.99, "weight_decay": 0.1, "grad_clip": 1.0,
     "eval_interval": 250, "eval_iters": 20,
 }
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 SPEEDS = {"plain": [], "fused": ["--fused"], "compiled": ["--compiled"]}  # train.py's speed flags, --speed NAME
@@ -169,7 +168,7 @@ def torch_worker(data: str, steps: int, seed: int, env: dict[str, str], threads:
 def compare(data: str, steps: int, seeds: list[int], out: str, threads: int | None, speed: str = "plain"
             ) -> dict[str, Any]:
     """Each seed: train.py and the PyTorch re-implementation, each in a fresh process, alternating which goes first."""
-    env = dict(os.environ, **({v: str(threads) for v in THREAD_VARIABLES} if threads else {}))
+    env = dict(os.environ, **({v: str(threads) for v in blas_threads.THREAD_VARIABLES} if threads else {}))
     runs: dict[str, list[dict[str, Any]]] = {"minigrad": [], "nanoGPT (PyTorch)": []}
     for k, seed in enumerate(seeds):
         jobs = [("minigrad", lambda s=seed: minigrad_run(data, steps, s, os.path.join(out, f"seed{s}"), env, speed)),
