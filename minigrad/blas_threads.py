@@ -29,13 +29,13 @@ def blas_controller() -> Any:
 
 
 class BlasThreads:
-    """Tries each count of `candidates` for `trial` steps in turn (after `warmup` steps at the BLAS's own count),
+    """Tries each count of `candidates` for `trial` steps, taking turns (after `warmup` steps at the BLAS's own count),
     keeps the one whose median step was the shortest, and tries them all again `every` steps later, doubling
     `every` each time the choice stays (so a quiet run pays for fewer trials as it goes). In a later round, a count
     whose step takes more than twice the chosen one's median is dropped at once: beside a busy program a trial of
     two threads costs one slow step, not three. close() gives the BLAS its own count back."""
 
-    def __init__(self, blas: Any, candidates: list[int], warmup: int = 3, trial: int = 3, every: int = 50) -> None:
+    def __init__(self, blas: Any, candidates: list[int], warmup: int = 5, trial: int = 3, every: int = 50) -> None:
         if len(candidates) < 2 or min(candidates) < 1:
             raise ValueError(f"BlasThreads: expected two or more thread counts of at least 1, got {candidates}")
         self.blas, self.candidates, self.trial, self.every = blas, candidates, trial, every
@@ -69,8 +69,9 @@ class BlasThreads:
         return said
 
     def round(self) -> list[int]:
-        """The counts of a round's steps, in order: `trial` steps at each candidate."""
-        return [n for n in self.candidates for _ in range(self.trial)]
+        """The counts of a round's steps, in order: `trial` steps at each candidate, taking turns (2, 1, 2, 1, ...),
+        so that a machine that speeds up or slows down during the round, as at the start of a run, favours none."""
+        return [n for _ in range(self.trial) for n in self.candidates]
 
     def choose(self) -> str | None:
         medians = {n: statistics.median(t) for n, t in self.times.items()}
