@@ -464,6 +464,7 @@ def take_cores() -> None:
     (choose_products), until give_cores; calls nest. Process-wide, as the BLAS's setting is: NumPy's own products
     are single-threaded meanwhile."""
     global _cores_taken, _blas_limit, _threads, _blas_found, _chosen, PRODUCTS, CHOSEN_BY
+    forced_sgemm()  # a wrong MINIGRAD_SGEMM is refused before anything is set
     with _cores_lock:
         if _cores_taken == 0 and _BLAS is not None:
             _blas_found = min(lib.num_threads for lib in _BLAS.lib_controllers)
@@ -483,14 +484,9 @@ def choose_products(allowed: int) -> tuple[str | None, int, str]:
     fastest of each sgemm found at 1 and at `allowed` threads (at `allowed` only where OMP_NUM_THREADS,
     OPENBLAS_NUM_THREADS or MKL_NUM_THREADS is set) on a transformer step's products and GELU
     (representative_work), measured once per machine and kept in minigrad.machine's cache."""
-    forced = os.environ.get(FORCE_SGEMM)
+    forced = forced_sgemm()
     if forced is not None:
-        names = {name.lower(): name for name in [*SGEMMS, "NumPy"]}
-        if forced.lower() not in names:
-            raise ValueError(f"{FORCE_SGEMM}={forced!r}: expected one of {', '.join(names.values())} (the sgemms "
-                             "found here, or NumPy for NumPy's own products)")
-        name = names[forced.lower()]
-        return (None if name == "NumPy" else name), allowed, f"{FORCE_SGEMM}={forced}"
+        return (None if forced == "NumPy" else forced), allowed, f"{FORCE_SGEMM}={os.environ[FORCE_SGEMM]}"
     if not SGEMMS:
         return None, allowed, "no sgemm found to call"
     fixed = blas_threads.fixed_by_environment()
@@ -505,6 +501,19 @@ def choose_products(allowed: int) -> tuple[str | None, int, str]:
     said = ", ".join(f"{name} on {n}: {times[f'{name} {n}']:.2f} ms" for name, n in candidates)
     return best[0], best[1], (f"measurement on this machine's representative products and GELU ({said}; "
                               f"{'cached in ' + str(machine.cache_path()) if cached else 'measured now'})")
+
+
+def forced_sgemm() -> str | None:
+    """The sgemm MINIGRAD_SGEMM names (one of SGEMMS, or "NumPy"; any case), None where it is not set; a name not
+    found here is a ValueError naming those that are."""
+    forced = os.environ.get(FORCE_SGEMM)
+    if forced is None:
+        return None
+    names = {name.lower(): name for name in [*SGEMMS, "NumPy"]}
+    if forced.lower() not in names:
+        raise ValueError(f"{FORCE_SGEMM}={forced!r}: expected one of {', '.join(names.values())} (the sgemms found "
+                         "here, or NumPy for NumPy's own products)")
+    return names[forced.lower()]
 
 
 def representative_work(rows: int = 2048, width: int = 128) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -82,6 +82,8 @@ class compiled(Switch):
         super().__init__(None)
 
     def __enter__(self) -> None:
+        if self.compiled is not None:  # first: a refusal (a wrong MINIGRAD_SGEMM) leaves every setting as it was
+            self.compiled.kernels.take_cores()
         found = core.modes.implementations  # restored by Switch.__exit__
         self._saved().append(found)
         loaded = sys.modules.get("minigrad.compiled_functions")  # off: what an outer block may have put in
@@ -90,7 +92,6 @@ class compiled(Switch):
         self._saved().append(modes.kernels)
         modes.kernels = None if self.compiled is None else self.compiled.kernels
         if self.compiled is not None:  # the cores are the kernels' (and the matrix products run on their threads)
-            self.compiled.kernels.take_cores()
             tell_once(self.compiled.kernels)
 
     def __exit__(self, *exc: object) -> None:

@@ -111,7 +111,7 @@ def test_the_override_forces_the_choice_without_measuring(kernels, monkeypatch):
 @needs_numba
 def test_compiled_says_what_it_chose_and_how(monkeypatch, cache):
     import minigrad as mg
-    from minigrad import kernels
+    from minigrad import core, kernels
 
     if "OpenBLAS" not in kernels.SGEMMS:
         pytest.skip("no sgemm to call here: NumPy's OpenBLAS and a threading layer (OpenMP or TBB) are needed")
@@ -124,6 +124,12 @@ def test_compiled_says_what_it_chose_and_how(monkeypatch, cache):
     monkeypatch.setenv(kernels.FORCE_SGEMM, "NumPy")  # the override changed: chosen again at the next entry
     with mg.compiled():
         assert kernels.PRODUCTS is None and "by NumPy (its BLAS)" in kernels.describe()
+    monkeypatch.setenv(kernels.FORCE_SGEMM, "cuBLAS")  # refused at the entry, every setting left as it was
+    before = (dict(core.modes.implementations), [p["num_threads"] for p in machine.blas_pools()])
+    with pytest.raises(ValueError, match="MINIGRAD_SGEMM='cuBLAS'"), mg.compiled():
+        pass
+    assert not mg.is_compiled_enabled()
+    assert (core.modes.implementations, [p["num_threads"] for p in machine.blas_pools()]) == before
 
 
 # ---- the default path's BLAS threads ----
