@@ -145,3 +145,42 @@ def describe() -> str:
     return (f"CPU: {cpu_model()}; vector extensions: {extensions}; {usable_cores()} usable cores\n"
             f"BLAS: {describe_blas()}; float32 sgemm peak ({PEAK_N}^3): {peak:.1f} GFLOP/s "
             f"({'cached in ' + str(cache_path()) if cached else 'measured now'})")
+
+
+def forget() -> bool:
+    """Drop this machine's measured figures from the cache (the next use measures again); whether there were any."""
+    path = cache_path()
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(entries, dict) or entries.pop(key(), None) is None:
+        return False
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(entries, indent=1))
+    os.replace(tmp, path)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m minigrad.machine [--forget]: the machine and what is cached for it (--forget: drop that first)."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m minigrad.machine", description=main.__doc__)
+    p.add_argument("--forget", action="store_true", help="drop this machine's measured figures first (measure again: "
+                   "after a measurement taken while the machine was busy)")
+    args = p.parse_args(argv)
+    if args.forget:
+        print(f"forgot this machine's figures in {cache_path()}" if forget() else "nothing cached for this machine")
+    print(describe())
+    try:
+        mine = json.loads(cache_path().read_text()).get(key(), {})
+    except (OSError, ValueError, AttributeError):
+        mine = {}
+    for name, value in mine.items():
+        print(f"cached: {name}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

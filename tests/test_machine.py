@@ -228,3 +228,13 @@ def test_blas_threads_flag_is_refused_where_it_would_change_nothing(tmp_path, ca
     assert "--blas-threads 2 is for NumPy's BLAS on the CPU in one process" in capsys.readouterr().err
     assert train.main(["--blas-threads", "0", "--out", str(tmp_path)]) == 2
     assert "--blas-threads must be 1 or more, got 0" in capsys.readouterr().err
+
+
+def test_the_command_shows_the_cache_and_forgets_it(cache, capsys):
+    cache.write_text(json.dumps({machine.key(): {f"sgemm_peak_gflops {machine.PEAK_N}": 123.4, "choice": "x"},
+                                 "another machine": {"choice": "y"}}))
+    assert machine.main([]) == 0
+    printed = capsys.readouterr().out
+    assert "123.4 GFLOP/s (cached in" in printed and "cached: choice: x" in printed and "choice: y" not in printed
+    assert machine.forget() and not machine.forget()
+    assert json.loads(cache.read_text()) == {"another machine": {"choice": "y"}}  # another machine's figures stay
