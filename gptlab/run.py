@@ -224,10 +224,11 @@ class Run:
     blas: blas_threads.BlasThreads | None = None  # NumPy's BLAS threads, chosen by timing the steps (on the CPU)
 
     def step_took(self, seconds: float) -> None:
-        """A training step's time, for the choice of the BLAS's threads (said once, when first made)."""
+        """A training step's time, for the choice of the BLAS's threads (said once, when first made, on stderr as
+        mg.compiled()'s choices are: a note on how it runs, not on what it learns)."""
         said = self.blas.after_step(seconds) if self.blas is not None else None
         if said:
-            self.bar.write(said)
+            self.bar.write(said, file=sys.stderr)
 
     def log(self, step: int, **values: float) -> None:
         """One row of the metrics log (COLUMNS of gptlab/metrics.py), and with --tensorboard the same scalars."""
@@ -496,7 +497,7 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
         own_threads = args.device == "cpu" and not args.compiled and world.size == 1
         run.blas, fixed, said = blas_threads.for_training(args.blas_threads) if own_threads else (None, None, None)
         if said:
-            print(said)
+            print(said, file=sys.stderr)
         # a diverging run overflows inside NumPy; the loop notices the non-finite loss itself and says so in one line
         try:
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"), mg.fused(args.fused or args.compiled), \

@@ -215,10 +215,10 @@ def test_train_py_chooses_its_blas_threads_and_says_so_once(tmp_path, capsys, mo
         pytest.skip("NumPy's BLAS runs on one thread here: there is nothing to choose")
     argv = ["--steps", "12", "--samples", "0", "--no-explain", "--eval-interval", "12"]
     assert train.main([*argv, "--out", str(tmp_path / "chosen")]) == 0
-    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("BLAS threads: ")]
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("BLAS threads: ")]
     assert len(said) == 1 and "median of 3 at each: 2 threads" in said[0] and "1 thread " in said[0]
     assert train.main([*argv, "--out", str(tmp_path / "fixed"), "--blas-threads", "1"]) == 0
-    assert "BLAS threads: 1 (--blas-threads)" in capsys.readouterr().out.splitlines()
+    assert "BLAS threads: 1 (--blas-threads)" in capsys.readouterr().err.splitlines()
 
 
 def test_blas_threads_flag_is_refused_where_it_would_change_nothing(tmp_path, capsys):
