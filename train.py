@@ -96,7 +96,9 @@ def train(r: run.Run) -> int:
         else:  # data parallel: this rank's rows, the gradients and the loss combined across the ranks (gptlab/run.py)
             loss, stopping = r.data_parallel_step(train_step, x, y)
         step += 1
-        train_time += time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        train_time += seconds
+        r.step_took(seconds)  # which may choose NumPy's BLAS threads by it
         trained_tokens += x.size
         r.bar.update(1)
         r.bar.set_postfix(loss=f"{loss:.4f}", tok_s=f"{trained_tokens / train_time:,.0f}")

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 import minigrad as mg
-from minigrad.array import backend, runtime
+from minigrad.array import backend, blas_threads, machine, runtime
+from minigrad.ops.matmul import LinearFunction, MatMul
 from minigrad.optim import AdamW, decay_groups
 from minigrad.tensor import intercept
 from models import GPT, GPTConfig
@@ -58,7 +59,7 @@ HAS_NUMBA = importlib.util.find_spec("numba") is not None
 DEFAULT_FRAMEWORKS = [fw for fw in FRAMEWORKS if HAS_NUMBA or fw != "minigrad-compiled"]
 PHASES = ("forward", "backward", "optimizer", "step")
 FLOPS_FORMULA = "3 x forward matmul FLOPs; forward = 2*B*T*(12*L*C^2 + V*C) + 4*L*B*T^2*C"
-CEILING_N = 2048
+CEILING_N = machine.PEAK_N
 
 
 def step_flops(c: dict[str, Any]) -> float:
@@ -66,37 +67,11 @@ def step_flops(c: dict[str, Any]) -> float:
     return 3 * (2 * B * T * (12 * L * C * C + V * C) + 4 * L * B * T * T * C)
 
 
-def blas_pools() -> list[dict[str, Any]]:
-    """The BLAS thread pools NumPy uses, as threadpoolctl sees them ([] without threadpoolctl)."""
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return []
-    return [i for i in threadpool_info() if i["user_api"] == "blas"]
-
-
-def blas_threads() -> str:
-    pools = blas_pools()
-    if not pools:
-        return "unknown (pip install threadpoolctl to see)"
-    return ", ".join(f"{i['internal_api']} {i['version']} {i['num_threads']} threads ({i.get('architecture', '?')})"
-                     for i in pools)
-
-
 def matmul_ceiling(device: str = "cpu", n: int = CEILING_N, repeats: int = 5) -> float:
-    """GFLOP/s of a float32 n x n x n matmul (NumPy, or CuPy on "cuda"), best of `repeats`."""
+    """GFLOP/s of a float32 n x n x n matmul (NumPy, or CuPy on "cuda"), best of `repeats`, measured now."""
     a = backend.to_device(np.random.default_rng(0).standard_normal((n, n), dtype=np.float32), device)
     b = backend.to_device(np.random.default_rng(1).standard_normal((n, n), dtype=np.float32), device)
-    a @ b
-    best = min(_timed(lambda: a @ b, device) for _ in range(repeats))
-    return 2 * n**3 / best / 1e9
-
-
-def _timed(fn: Any, device: str) -> float:
-    start = time.perf_counter()
-    fn()
-    backend.synchronize(device)
-    return time.perf_counter() - start
+    return machine.product_gflops(a, b, repeats, wait=lambda: backend.synchronize(device))
 
 
 # ---- the steps ----
@@ -198,6 +173,7 @@ class PrimitiveTimer:
     def __init__(self, device: str = "cpu") -> None:
         self.device = device
         self.seconds: dict[tuple[str, str], float] = defaultdict(float)
+        self.products: set[str] = set()  # the names of the matrix products' primitives (matmul, bmm, linear)
         self.inside = False
 
     def __call__(self, node: Any, method: str, run: Any) -> Any:
@@ -210,6 +186,8 @@ class PrimitiveTimer:
         finally:
             backend.synchronize(self.device)
             self.seconds[(type(node).__name__, method)] += time.perf_counter() - start
+            if isinstance(node, (MatMul, LinearFunction)):
+                self.products.add(type(node).__name__)
             self.inside = False
 
 
@@ -231,7 +209,8 @@ def profile_primitives(name: str, steps: int, warmup: int, device: str = "cpu", 
     per_op: dict[str, dict[str, float]] = defaultdict(lambda: {"forward": 0.0, "backward": 0.0})
     for (op, method), seconds in timer.seconds.items():
         per_op[op][method] = seconds * ms
-    primitives = [{"name": op, "forward_ms": t["forward"], "backward_ms": t["backward"]} for op, t in per_op.items()]
+    primitives = [{"name": op, "forward_ms": t["forward"], "backward_ms": t["backward"],
+                   "product": op in timer.products} for op, t in per_op.items()]
     primitives.sort(key=lambda r: -(r["forward_ms"] + r["backward_ms"]))
     return {"config": name, "steps": steps, "phases_ms": {p: s * ms for p, s in phases.items()},
             "primitives": primitives}
@@ -248,6 +227,17 @@ def profile_rows(profile: dict[str, Any]) -> list[tuple[str, float | None, float
     rows.append(("[engine]", engine_fwd, engine_bwd, engine_fwd + engine_bwd))
     rows.append(("[optimizer]", None, None, phases["optimizer"]))
     return rows
+
+
+def kinds_of_work(profile: dict[str, Any]) -> dict[str, float]:
+    """A step's ms in four parts that add up to it: the products (the primitives of matmul, bmm and linear, a linear
+    layer's bias included), the other primitives' array work (elementwise, reductions, attention as one node), the
+    optimizer, and the engine's own Python ([engine] of profile_rows: the step minus every primitive and AdamW)."""
+    primitives = profile["primitives"]
+    products = sum(r["forward_ms"] + r["backward_ms"] for r in primitives if r["product"])
+    rows = {label: total for label, _, _, total in profile_rows(profile)}
+    return {"products": products, "other array work": sum(r["forward_ms"] + r["backward_ms"] for r in primitives)
+            - products, "optimizer": rows["[optimizer]"], "engine (Python)": rows["[engine]"]}
 
 
 def torch_profile(name: str, steps: int, warmup: int, device: str, sdpa: bool, top: int = 15) -> dict[str, Any]:
@@ -275,14 +265,16 @@ def torch_profile(name: str, steps: int, warmup: int, device: str, sdpa: bool, t
 def worker(kind: str, name: str, steps: int, warmup: int, device: str, threads: int) -> dict[str, Any]:
     """One measurement, in the process that runs it: the result as a JSON-able dict."""
     if kind == "versions":
-        info = {"numpy": np.__version__, "blas": blas_threads()}
+        peak, cached = machine.sgemm_peak()  # before the compiled path's choice, which sets the BLAS aside
+        info = {"numpy": np.__version__, "blas": machine.describe_blas(), "machine": machine.describe(),
+                "sgemm_peak": peak, "peak_cached": cached}
         try:  # whose sgemm the compiled path's products call (the extras compiled and mkl), on how many threads
             from minigrad.speed import kernels
 
             with mg.compiled():
                 threads = kernels.numba.get_num_threads()
-            info["compiled_products"] = (f"{kernels.PRODUCTS}'s sgemm on {threads} threads" if kernels.PRODUCTS
-                                         else "NumPy's")
+            info["compiled_products"] = (f"{kernels.PRODUCTS}'s sgemm on {threads} threads ({kernels.CHOSEN_BY})"
+                                         if kernels.PRODUCTS else "NumPy's")
         except ImportError:
             pass
         try:
@@ -322,7 +314,7 @@ def worker(kind: str, name: str, steps: int, warmup: int, device: str, threads: 
         model, opt, x, y = minigrad_setup(CONFIGS[name], device, fused=kind != "minigrad")
         with mg.fused(kind != "minigrad"), mg.compiled(kind == "minigrad-compiled"):
             timed = _time_steps(lambda: minigrad_step(model, opt, x, y), steps, warmup)
-        return {**timed, "threads": blas_threads(),
+        return {**timed, "threads": machine.describe_blas(),
                 "params": model.num_parameters(),
                 "peak_mib": None if device == "cuda" else _status_mib("VmHWM") - baseline}
     raise ValueError(f"bench.py: unknown worker kind {kind!r}")
@@ -346,8 +338,7 @@ def _status_mib(field: str) -> float:
 
 def _worker_env(threads: int) -> dict[str, str]:
     """The environment of a worker: every BLAS and OpenMP pool sized to `threads`."""
-    return dict(os.environ, **{var: str(threads) for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                                            "MKL_NUM_THREADS")})
+    return dict(os.environ, **{var: str(threads) for var in blas_threads.THREAD_VARIABLES})
 
 
 def spawn(kind: str, args: argparse.Namespace, name: str = "tiny", steps: int = 0) -> dict[str, Any]:
@@ -408,8 +399,7 @@ def _ratios(mine: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> dict[st
 def print_header(args: argparse.Namespace, versions: dict[str, Any]) -> None:
     torch_info = (f"PyTorch {versions['torch']}, {versions['torch_threads']} threads" if "torch" in versions
                   else "PyTorch not installed: minigrad only (pip install torch==2.13.0 for the comparison)")
-    print(f"machine: {_cpu_name()}, {os.cpu_count()} cores; NumPy {versions['numpy']}, BLAS: {versions['blas']}; "
-          f"{torch_info}; device {args.device}")
+    print(f"{versions['machine']}\nNumPy {versions['numpy']}; {torch_info}; device {args.device}")
     same = (f"same weights (minigrad's seed-0 init, copied into PyTorch); same threads: "
             f"OMP/OPENBLAS/MKL_NUM_THREADS={args.threads} in every process and torch.set_num_threads({args.threads});\n"
             "     minigrad = the code on the page, with train.py's allocator setting (runtime.py: no code path);\n"
@@ -431,19 +421,20 @@ def print_header(args: argparse.Namespace, versions: dict[str, Any]) -> None:
     print(f"GFLOP/s = {FLOPS_FORMULA}, / step time\n", flush=True)
 
 
-def print_result(r: dict[str, Any]) -> None:
+def print_result(r: dict[str, Any], peak: float) -> None:
     c = CONFIGS[r["config"]]
     shape = (f"vocab {c['vocab_size']}, width {c['n_embd']}, {c['n_head']} heads, {c['n_layer']} layers, "
              f"block {c['block_size']}, batch {c['batch']}")
     f64 = "none" if r["float64_free"] else "YES (a bug: see float64_free)"
     print(f"{r['config']} ({shape}): {r['params'] / 1e6:.2f} M params; float64 arrays in a float32 step: {f64}")
     print(f"  {'framework':<15} {'ms/step':>9} {'forward':>9} {'backward':>9} {'optimizer':>9} {'tokens/s':>9} "
-          f"{'GFLOP/s':>8} {'peak MiB':>9}")
+          f"{'GFLOP/s':>8} {'% peak':>7} {'peak MiB':>9}")
     for fw, s in r["frameworks"].items():
         ms = s["ms"]
-        peak = "n/a" if s["peak_mib"] is None else f"{s['peak_mib']:.0f}"
+        mib = "n/a" if s["peak_mib"] is None else f"{s['peak_mib']:.0f}"
         print(f"  {FRAMEWORKS[fw]:<15} {ms['step']:>9.2f} {ms['forward']:>9.2f} {ms['backward']:>9.2f} "
-              f"{ms['optimizer']:>9.2f} {s['tokens_per_s']:>9.0f} {s['gflops']:>8.1f} {peak:>9}")
+              f"{ms['optimizer']:>9.2f} {s['tokens_per_s']:>9.0f} {s['gflops']:>8.1f} "
+              f"{100 * s['gflops'] / peak:>6.0f}% {mib:>9}")
     for label, ratio in r["ratios"].items():
         mine, theirs = label.split(" / ")
         print(f"  {FRAMEWORKS[mine]} / {FRAMEWORKS[theirs]}: {_spread(ratio)}, pairs: {r['pairs']}")
@@ -457,10 +448,11 @@ def _spread(ratio: dict[str, Any]) -> str:
 def print_summary(results: list[dict[str, Any]], ceiling: float) -> None:
     labels = list(results[0]["ratios"])
     print(f"{'config':<11} " + "".join(f"{' / '.join(FRAMEWORKS[f] for f in label.split(' / ')):>34}"
-                                       for label in labels) + "   minigrad step at % of the ceiling")
+                                       for label in labels) + "   model GFLOP/s as % of the ceiling")
     for r in results:
         cells = "".join(f"{_spread(r['ratios'][label]):>34}" for label in labels)
-        print(f"{r['config']:<11} {cells}   {100 * r['frameworks']['minigrad']['gflops'] / ceiling:.0f}%")
+        shares = ", ".join(f"{FRAMEWORKS[fw]} {100 * s['gflops'] / ceiling:.0f}%" for fw, s in r["frameworks"].items())
+        print(f"{r['config']:<11} {cells}   {shares}")
 
 
 def print_profile(p: dict[str, Any], warmup: int, label: str = "minigrad") -> None:
@@ -473,6 +465,9 @@ def print_profile(p: dict[str, Any], warmup: int, label: str = "minigrad") -> No
     for label, fwd, bwd, total in rows:
         cells = "".join("          " if t is None else f" {t:>9.2f}" for t in (fwd, bwd))
         print(f"  {label:<{width}}{cells} {total:>9.2f} {100 * total / ph['step']:>5.1f}%")
+    kinds = kinds_of_work(p)
+    print("  by kind of work: " + ", ".join(f"{name} {ms:.2f} ms ({100 * ms / ph['step']:.0f}%)"
+                                            for name, ms in kinds.items()))
     print("  [engine]: each phase's time outside every primitive: zero_grad, the model's Python code and graph "
           "building in\n  forward; the engine's graph walk and gradient sums in backward. [optimizer]: AdamW.step. "
           "The timing wrappers add\n  a little to the step.\n", flush=True)
@@ -501,7 +496,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="timed steps per process (default: 30, 5 at seed-scale; --profile: 10, 3 at seed-scale)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps at the start of each process")
     p.add_argument("--pairs", type=int, default=5, help="rounds of one process per framework")
-    p.add_argument("--threads", type=int, default=_usable_cores(),
+    p.add_argument("--threads", type=int, default=machine.usable_cores(),
                    help="BLAS/OpenMP/PyTorch threads in every process (default: the cores this process may use)")
     p.add_argument("--profile", action="store_true",
                    help="instead: per-primitive time table of each config (and torch.profiler's breakdown)")
@@ -528,7 +523,7 @@ def main(argv: list[str] | None = None) -> None:
     if "torch" not in versions:
         args.frameworks = [fw for fw in args.frameworks if fw.startswith("minigrad")]
     print_header(args, versions)
-    report: dict[str, Any] = {"settings": {**vars(args), "versions": versions, "cpu": _cpu_name()}}
+    report: dict[str, Any] = {"settings": {**vars(args), "versions": versions, "cpu": machine.cpu_model()}}
     if args.profile:
         report["profiles"] = []
         for name in args.configs:
@@ -541,13 +536,14 @@ def main(argv: list[str] | None = None) -> None:
                     print_torch_profile(report["profiles"][-1], FRAMEWORKS[fw])
     else:
         library = "CuPy" if args.device == "cuda" else "NumPy"
-        ceilings = [spawn("ceiling", args)["gflops"]]
-        print(f"{library} float32 matmul {CEILING_N}^3, in its own process: {ceilings[0]:.1f} GFLOP/s (the ceiling "
-              "for the array work; measured again at the end, the higher used)\n", flush=True)
+        # the machine's sgemm peak (the header's, cached or measured), or on a GPU CuPy's, measured now
+        ceilings = [versions["sgemm_peak"] if args.device == "cpu" else spawn("ceiling", args)["gflops"]]
+        print(f"{library} float32 matmul {CEILING_N}^3: {ceilings[0]:.1f} GFLOP/s (the ceiling for the array work, "
+              "\"% peak\" below; measured again at the end, the higher used in the summary)\n", flush=True)
         report["results"] = []
         for name in args.configs:
             report["results"].append(measure(name, args))
-            print_result(report["results"][-1])
+            print_result(report["results"][-1], ceilings[0])
         ceilings.append(spawn("ceiling", args)["gflops"])
         report["ceiling_gflops"], report["ceiling_runs"] = max(ceilings), ceilings
         print(f"{library} float32 matmul {CEILING_N}^3 at the end: {ceilings[1]:.1f} GFLOP/s\n")
@@ -561,18 +557,6 @@ def write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
-
-
-def _usable_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return "unknown CPU"
 
 
 if __name__ == "__main__":

@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.bench import write_atomically
+from benchmarks.bench import step_flops, write_atomically
 from gptlab.tasks import make_task, split
+from minigrad.array import blas_threads, machine
 from models import IGNORE_INDEX
 from train import batch_arrays
 
@@ -39,7 +40,6 @@ RECIPE = {  # nanoGPT's README, "I only have a macbook": config/train_shakespear
     "learning_rate": 1e-3, "min_lr": 1e-4, "warmup_iters": 100, "beta2": 0.99, "weight_decay": 0.1, "grad_clip": 1.0,
     "eval_interval": 250, "eval_iters": 20,
 }
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 SPEEDS = {"plain": [], "fused": ["--fused"], "compiled": ["--compiled"]}  # train.py's speed flags, --speed NAME
@@ -168,7 +168,7 @@ def torch_worker(data: str, steps: int, seed: int, env: dict[str, str], threads:
 def compare(data: str, steps: int, seeds: list[int], out: str, threads: int | None, speed: str = "plain"
             ) -> dict[str, Any]:
     """Each seed: train.py and the PyTorch re-implementation, each in a fresh process, alternating which goes first."""
-    env = dict(os.environ, **({v: str(threads) for v in THREAD_VARIABLES} if threads else {}))
+    env = dict(os.environ, **({v: str(threads) for v in blas_threads.THREAD_VARIABLES} if threads else {}))
     runs: dict[str, list[dict[str, Any]]] = {"minigrad": [], "nanoGPT (PyTorch)": []}
     for k, seed in enumerate(seeds):
         jobs = [("minigrad", lambda s=seed: minigrad_run(data, steps, s, os.path.join(out, f"seed{s}"), env, speed)),
@@ -179,18 +179,30 @@ def compare(data: str, steps: int, seeds: list[int], out: str, threads: int | No
                   f"{runs[name][-1]['ms_per_step']:.1f} ms/step", flush=True)
     medians = {name: {key: statistics.median(r[key] for r in rs) for key in ("val_loss", "ms_per_step")}
                for name, rs in runs.items()}
+    flops = recipe_flops(len(make_task("text", data=data, seq_len=RECIPE["block_size"] + 1).vocab))
+    for m in medians.values():
+        m["gflops"] = flops / m["ms_per_step"] / 1e6
     return {"data": data, "steps": steps, "seeds": seeds, "threads": threads, "speed": speed, "recipe": RECIPE,
-            "runs": runs, "medians": medians}
+            "step_flops": flops, "runs": runs, "medians": medians}
 
 
-def report(results: dict[str, Any]) -> str:
+def recipe_flops(vocab_size: int) -> float:
+    """A training step's model FLOPs at the recipe's shapes (benchmarks.bench.step_flops' formula)."""
+    r = RECIPE
+    return step_flops({"batch": r["batch_size"], "block_size": r["block_size"], "n_embd": r["n_embd"],
+                       "n_layer": r["n_layer"], "vocab_size": vocab_size})
+
+
+def report(results: dict[str, Any], peak: float) -> str:
+    """The medians as a table: held-out loss, ms/step, the model's GFLOP/s and that as a share of the sgemm peak."""
     m = results["medians"]
     ours, theirs = m["minigrad"], m["nanoGPT (PyTorch)"]
     gap = ours["val_loss"] - theirs["val_loss"]
-    rows = [f"| {name} | {v['val_loss']:.4f} | {v['ms_per_step']:.1f} |" for name, v in m.items()]
+    rows = [f"| {name} | {v['val_loss']:.4f} | {v['ms_per_step']:.1f} | {v['gflops']:.1f} | "
+            f"{100 * v['gflops'] / peak:.0f}% |" for name, v in m.items()]
     return "\n".join([f"{results['steps']} steps, seeds {' '.join(map(str, results['seeds']))}, train.py "
                       f"{results.get('speed', 'plain')}; medians:",
-                      "| | held-out loss | ms/step |", "|---|---|---|", *rows,
+                      "| | held-out loss | ms/step | GFLOP/s | % of peak |", "|---|---|---|---|---|", *rows,
                       f"held-out loss, minigrad - PyTorch: {gap:+.4f} ({'within' if abs(gap) <= 0.03 else 'NOT within'}"
                       f" 0.03); time per step, minigrad / PyTorch: {ours['ms_per_step'] / theirs['ms_per_step']:.2f}"])
 
@@ -231,8 +243,11 @@ def main(argv: list[str] | None = None) -> int:
             torch.set_num_threads(args.threads)
         print(json.dumps(torch_run(args.data, args.steps, args.seeds[0])))
         return 0
-    results = compare(args.data, args.steps, args.seeds, args.out, args.threads, args.speed)
-    print(report(results))
+    print(machine.describe(), flush=True)  # the machine, and the sgemm peak the table's "% of peak" divides by
+    peak = machine.sgemm_peak()[0]
+    results = {**compare(args.data, args.steps, args.seeds, args.out, args.threads, args.speed), "sgemm_peak": peak,
+               "machine": machine.key()}
+    print(report(results, peak))
     if args.json:
         write_atomically(Path(args.json), json.dumps(results, indent=1))
     return 0

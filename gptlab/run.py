@@ -62,7 +62,7 @@ from gptlab.settings import (
 from gptlab.tasks import TASKS, TEXT_CONTEXT, Split, Task, TextTask, split
 from gptlab.tokenizer import BPE_VOCAB_SIZE
 from minigrad import distributed, nn
-from minigrad.array import backend, runtime
+from minigrad.array import backend, blas_threads, runtime
 from minigrad.optim import AdamW, Optimizer, decay_groups
 from minigrad.tensor import increment_version
 from models import IGNORE_INDEX
@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "AdamW(fused=True), the same formulas (docs/performance.md)")
     g.add_argument("--compiled", action="store_true", help="speed: --fused, and the compiled kernels of GELU, "
                    "layer norm and AdamW (mg.compiled; pip install -e '.[compiled]', Numba), on the CPU")
+    g.add_argument("--blas-threads", type=int, metavar="N", help="NumPy's BLAS on N threads (default: chosen by "
+                   "timing the first steps at 1 and at the BLAS's own count, tried again now and then; "
+                   "OMP_NUM_THREADS, OPENBLAS_NUM_THREADS or MKL_NUM_THREADS set also fix it; docs/performance.md)")
     g.add_argument("--eval-interval", type=int, help=f"steps between loss estimates (default "
                    f"{DEFAULTS['eval_interval']}) [eval_interval]")
     g.add_argument("--eval-iters", type=int, help=f"batches per estimate, of the training and of the held-out "
@@ -219,6 +222,14 @@ class Run:
     best_val: float = math.inf  # the lowest held-out estimate so far: --keep-best saves when it falls
     metrics: MetricsLog | None = None  # --out/metrics.csv, rank 0's
     tensorboard: SummaryWriter | None = None  # --tensorboard, rank 0's
+    blas: blas_threads.BlasThreads | None = None  # NumPy's BLAS threads, chosen by timing the steps (on the CPU)
+
+    def step_took(self, seconds: float) -> None:
+        """A training step's time, for the choice of the BLAS's threads (said once, when first made, on stderr as
+        mg.compiled()'s choices are: a note on how it runs, not on what it learns)."""
+        said = self.blas.after_step(seconds) if self.blas is not None else None
+        if said:
+            self.bar.write(said, file=sys.stderr)
 
     def log(self, step: int, **values: float) -> None:
         """One row of the metrics log (COLUMNS of gptlab/metrics.py), and with --tensorboard the same scalars."""
@@ -369,6 +380,12 @@ def check_run(args: argparse.Namespace, world: distributed.World) -> tuple[Any, 
     if args.tensorboard and importlib.util.find_spec("tensorboard") is None:
         raise UsageError("--tensorboard needs the tensorboard package: pip install -e '.[tensorboard]' (without it, "
                          f"the run's metrics are in --out/{METRICS})")
+    if args.blas_threads is not None and args.blas_threads < 1:
+        raise UsageError(f"--blas-threads must be 1 or more, got {args.blas_threads}")
+    if args.blas_threads is not None and (args.compiled or args.device != "cpu" or args.dist):
+        raise UsageError(f"--blas-threads {args.blas_threads} is for NumPy's BLAS on the CPU in one process: "
+                         "--compiled runs it on one thread beside its kernels, --device cuda does not use it, and "
+                         "--dist shares the cores among the ranks; drop one of them")
     if args.compiled:
         if args.device != "cpu":
             raise UsageError(f"--compiled: the compiled kernels run on the CPU; on --device {args.device} it would "
@@ -476,6 +493,12 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
                   rows=slice(world.rank * per_rank, (world.rank + 1) * per_rank),
                   best_val=math.inf if ckpt is None or ckpt["best_val"] is None else ckpt["best_val"],
                   metrics=metrics, tensorboard=board)
+        # NumPy's BLAS threads: fixed by --blas-threads, or chosen by timing the steps where nothing else sets them
+        # (mg.compiled() sets the BLAS aside itself, the ranks of --dist share the cores, a GPU has no use for them)
+        own_threads = args.device == "cpu" and not args.compiled and world.size == 1
+        run.blas, fixed, said = blas_threads.for_training(args.blas_threads) if own_threads else (None, None, None)
+        if said:
+            print(said, file=sys.stderr)
         # a diverging run overflows inside NumPy; the loop notices the non-finite loss itself and says so in one line
         try:
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"), mg.fused(args.fused or args.compiled), \
@@ -488,6 +511,10 @@ def train_rank(args: argparse.Namespace, world: distributed.World, loop: Callabl
         finally:
             bar.close()
             stop.restore()
+            if run.blas is not None:
+                run.blas.close()
+            if fixed is not None:
+                fixed.restore_original_limits()
             for file in (metrics, board):
                 if file is not None:
                     file.close()

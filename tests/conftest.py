@@ -45,6 +45,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     pytest.skip(NO_CUDA_REASON)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def measured_choices_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """What minigrad/array/machine.py measures and caches (the sgemm peak, mg.compiled()'s choices) goes to a folder of
+    the session's, never to the user's cache: a test neither reads a stale figure nor leaves one behind."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MINIGRAD_CACHE_DIR", str(tmp_path_factory.mktemp("machine-cache")))
+        yield
+
+
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
 def device(request: pytest.FixtureRequest) -> str:
     return request.param

@@ -65,6 +65,11 @@ def test_benchmark_without_torch_reports_minigrad_alone(tmp_path, capsys):
     assert len(report["ceiling_runs"]) == 2 and report["ceiling_gflops"] == max(report["ceiling_runs"]) > 0
     printed = capsys.readouterr().out
     assert "fresh process" in printed and "tiny (vocab 32" in printed
+    # the machine first, and each path's model GFLOP/s as a share of its sgemm peak (the header's)
+    assert printed.startswith(f"CPU: {bench.machine.cpu_model()}; vector extensions: ") and "sgemm peak" in printed
+    assert report["settings"]["versions"]["sgemm_peak"] == report["ceiling_runs"][0]
+    m = r["frameworks"]["minigrad"]
+    assert f"{100 * m['gflops'] / report['ceiling_runs'][0]:>6.0f}% " in printed and "% peak" in printed
 
 
 def test_benchmark_against_torch_in_separate_processes_with_the_same_threads(tmp_path, capsys):
@@ -143,6 +148,12 @@ def test_profile_covers_every_primitive_of_a_step_and_adds_up(fused):
     phases = profile["phases_ms"]
     assert sum(total for *_, total in rows) == pytest.approx(phases["step"])
     assert sum(fwd for _, fwd, _, _ in rows[:-1]) == pytest.approx(phases["forward"])
+    # by kind of work: the products are the matrix products' primitives, and the four kinds add up to the step
+    assert {r["name"] for r in profile["primitives"] if r["product"]} == {"LinearFunction", "MatMul"} - \
+        ({"MatMul"} if fused else set())  # attention's products are inside its one node when fused
+    kinds = bench.kinds_of_work(profile)
+    assert list(kinds) == ["products", "other array work", "optimizer", "engine (Python)"]
+    assert sum(kinds.values()) == pytest.approx(phases["step"]) and min(kinds.values()) >= 0
 
 
 def test_profile_counts_a_primitive_inside_another_once():

@@ -133,6 +133,14 @@ CASES = {  # name: (fn, input shapes, input values)
     "softmax": (F.softmax, [(3, 5, 70)], _normal),
     "softmax, along axis 1": (lambda x: F.softmax(x, dim=1), [(4, 6, 3)], _normal),
     "softmax, corners": (F.softmax, [(6, 11)], _corners),
+    "softmax, one wide row": (F.softmax, [(1, 300)], _normal),
+    "cross_entropy": (lambda x: F.cross_entropy(x, np.array([3, 0, 10, 7, 7, 1])), [(6, 11)], _normal),
+    "cross_entropy, ignored rows, sum": (
+        lambda x: F.cross_entropy(x, np.array([3, -100, 10, -100, 2]), reduction="sum"), [(5, 65)], _normal),
+    "cross_entropy, per row": (lambda x: F.cross_entropy(x, np.array([1, 2, 0]), reduction="none"), [(3, 4)], _normal),
+    "cross_entropy, corners": (lambda x: F.cross_entropy(x, np.array([3, 0, 10, 7, 7, 1])), [(6, 11)], _corners),
+    "cross_entropy, label smoothing": (lambda x: F.cross_entropy(x, np.array([3, 0, 5]), label_smoothing=0.1),
+                                       [(3, 11)], _normal),
     "attention, causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
                           [(2, 3, 9, 4)] * 3, _normal),
     "attention, no mask": (F.scaled_dot_product_attention, [(2, 3, 9, 4), (2, 3, 7, 4), (2, 3, 7, 5)], _normal),
@@ -187,7 +195,7 @@ def test_the_products_on_the_kernels_threads_equal_numpy_s(blas, monkeypatch):
     if blas not in kernels.SGEMMS:
         pytest.skip(f"{blas}'s sgemm is not here: OpenBLAS needs NumPy's wheel and a thread-safe Numba threading layer "
                     "(OpenMP or TBB); MKL the extra, pip install -e '.[mkl]'")
-    monkeypatch.setattr(kernels, "PRODUCTS", blas)
+    monkeypatch.setenv(kernels.FORCE_SGEMM, blas)
     rng = np.random.default_rng(5)
 
     def arr(*shape):
@@ -398,7 +406,7 @@ def test_the_adam_kernel_equals_the_fused_numpy_step(kind, options):
 def test_where_no_kernel_applies_the_numpy_code_runs_bit_for_bit(monkeypatch):
     # the products are a kernel of their own: on NumPy's BLAS's sgemm they are NumPy's to the bit; MKL's (the mkl
     # extra) sums in another order, and from mkl 2026 that shows in float32's last bit even at these sizes
-    monkeypatch.setattr(kernels, "PRODUCTS", "OpenBLAS")
+    monkeypatch.setenv(kernels.FORCE_SGEMM, "OpenBLAS")
     rng = np.random.default_rng(1)
     wide = rng.standard_normal((4, 6, 16))
     cases = [
@@ -455,7 +463,7 @@ def test_every_kernel_runs_in_a_training_step_under_compiled_backward_included(m
 
     calls = []
     for name in ("gelu_erf", "gelu_tanh", "layer_norm_forward", "layer_norm_backward", "attention_weights",
-                 "softmax_backward", "adam", "product", "multiply", "add_rows"):
+                 "softmax", "softmax_backward", "adam", "product", "multiply", "add_rows"):
         kernel = getattr(kernels, name)
         monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name, **kw: calls.append(_n) or _k(*a, **kw))
     mg.manual_seed(0)
@@ -470,7 +478,7 @@ def test_every_kernel_runs_in_a_training_step_under_compiled_backward_included(m
             opt.step()
     products = {"product"} if kernels.PRODUCTS else set()
     assert set(calls) == {"gelu_erf" if gelu == "none" else "gelu_tanh", "layer_norm_forward", "layer_norm_backward",
-                          "attention_weights", "softmax_backward", "adam", "multiply", "add_rows"} | products
+                          "attention_weights", "softmax", "softmax_backward", "adam", "multiply", "add_rows"} | products
     assert calls.count("softmax_backward") == 2 * 2  # each layer's attention weights, on both paths
     assert calls.count("attention_weights") == 2  # each layer's, in one node (SDPA)
 

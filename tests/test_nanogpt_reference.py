@@ -63,11 +63,14 @@ def test_train_py_s_command_sets_the_recipe():
     assert s["gelu"] == "exact" and s["grad_accum"] == 1 and s["always_save"] is False  # always_save_checkpoint=False
 
 
-def test_the_report_says_whether_the_losses_agree():
-    medians = {"minigrad": {"val_loss": 1.90, "ms_per_step": 30.0},
-               "nanoGPT (PyTorch)": {"val_loss": 1.88, "ms_per_step": 20.0}}
+def test_the_report_says_whether_the_losses_agree_and_how_near_the_peak_each_runs():
+    flops = nanogpt.recipe_flops(65)
+    medians = {"minigrad": {"val_loss": 1.90, "ms_per_step": 30.0, "gflops": flops / 30.0 / 1e6},
+               "nanoGPT (PyTorch)": {"val_loss": 1.88, "ms_per_step": 20.0, "gflops": flops / 20.0 / 1e6}}
     results = {"steps": 2000, "seeds": [1, 2, 3], "medians": medians}
-    text = nanogpt.report(results)
+    peak = flops / 10.0 / 1e6  # the step of a run at the peak would take 10 ms
+    text = nanogpt.report(results, peak)
     assert "+0.0200 (within 0.03)" in text and "minigrad / PyTorch: 1.50" in text
+    assert f"| 30.0 | {flops / 30.0 / 1e6:.1f} | 33% |" in text and "| 20.0 |" in text and "| 50% |" in text
     results["medians"]["minigrad"]["val_loss"] = 1.92
-    assert "NOT within 0.03" in nanogpt.report(results)
+    assert "NOT within 0.03" in nanogpt.report(results, peak)

@@ -1,6 +1,6 @@
 """The speed switches, per thread: mg.fused() (the models' attention as one node, F.scaled_dot_product_attention,
-and the in-place twins of minigrad/twins.py) and mg.compiled() (the compiled implementations of
-minigrad/compiled_functions.py), each chosen where core.Function.apply chooses. Neither changes what is computed;
+and the in-place twins of minigrad/speed/twins.py) and mg.compiled() (the compiled implementations of
+minigrad/speed/compiled_functions.py), each chosen where core.Function.apply chooses. Neither changes what is computed;
 each says, in one visible place, that something faster runs.
 """
 
@@ -20,7 +20,7 @@ class Modes(threading.local):
 
     def __init__(self) -> None:
         self.fused = False
-        self.kernels: Any = None  # minigrad.kernels while mg.compiled() is on (Adam(fused=True) reads it)
+        self.kernels: Any = None  # minigrad.speed.kernels while mg.compiled() is on (Adam(fused=True) reads it)
 
 
 modes = Modes()
@@ -29,8 +29,9 @@ modes = Modes()
 class fused(Switch):
     """`with mg.fused():` the models' attention runs as one node, F.scaled_dot_product_attention, instead of its
     four steps written out (models/attention.py, where the choice is made), and the primitives that have a twin
-    computing in place (minigrad/twins.py: softmax, the GELUs, layer norm, attention, cross-entropy) run it, chosen
-    where core.Function.apply chooses (beside mg.compiled()'s, which win); mg.fused(False) turns both off again."""
+    computing in place (minigrad/speed/twins.py: softmax, the GELUs, layer norm, attention, cross-entropy) run it,
+    chosen where core.Function.apply chooses (beside mg.compiled()'s, which win); mg.fused(False) turns both off
+    again."""
 
     _state, name = modes, "fused"
 
@@ -60,8 +61,8 @@ def is_fused_enabled() -> bool:
 
 
 class compiled(Switch):
-    """`with mg.compiled():` the Functions that have a compiled implementation (minigrad/compiled_functions.py:
-    GELU, layer norm, softmax's backward, attention, the matrix products, the embedding's backward; and
+    """`with mg.compiled():` the Functions that have a compiled implementation (minigrad/speed/compiled_functions.py:
+    GELU, layer norm, softmax, cross-entropy, attention, the matrix products, the embedding's backward; and
     Adam(W)(fused=True)'s step) run it instead of their NumPy code, chosen where Function.apply chooses, on float32
     CPU arrays, on every core; NumPy's own BLAS runs on one thread meanwhile, whatever cap was set before
     (process-wide, until the last block on any thread exits, which gives back the count it found). The optional
@@ -82,6 +83,8 @@ class compiled(Switch):
         super().__init__(None)
 
     def __enter__(self) -> None:
+        if self.compiled is not None:  # first: a refusal (a wrong MINIGRAD_SGEMM) leaves every setting as it was
+            self.compiled.kernels.take_cores()
         found = core.modes.implementations  # restored by Switch.__exit__
         self._saved().append(found)
         loaded = sys.modules.get("minigrad.speed.compiled_functions")  # off: what an outer block may have put in
@@ -90,7 +93,6 @@ class compiled(Switch):
         self._saved().append(modes.kernels)
         modes.kernels = None if self.compiled is None else self.compiled.kernels
         if self.compiled is not None:  # the cores are the kernels' (and the matrix products run on their threads)
-            self.compiled.kernels.take_cores()
             tell_once(self.compiled.kernels)
 
     def __exit__(self, *exc: object) -> None:

@@ -1,6 +1,6 @@
 """The compiled implementations that `with mg.compiled():` runs (the optional extra `pip install -e '.[compiled]'`):
-each is a subclass of a teaching Function (or of its twin in minigrad/twins.py) whose forward or backward calls a
-kernel of minigrad/kernels.py on float32 CPU arrays, and the code it subclasses on anything else (tensors, under
+each is a subclass of a teaching Function (or of its twin in minigrad/speed/twins.py) whose forward or backward calls a
+kernel of minigrad/speed/kernels.py on float32 CPU arrays, and the code it subclasses on anything else (tensors, under
 create_graph=True). IMPLEMENTATIONS is the table that
 core.Function.apply chooses from, `modes.implementations.get(cls, cls)`, while mg.compiled() is on (on that thread).
 The teaching Functions stay the definition: tests/test_kernels.py checks every kernel against them.
@@ -14,13 +14,22 @@ from minigrad.array import backend
 from minigrad.array.arrays import as_rows
 from minigrad.core import Function
 from minigrad.ops.activations import GeluErfFunction, GeluFunction, SoftmaxFunction
+from minigrad.ops.losses import CrossEntropyFunction
 from minigrad.ops.matmul import LinearFunction, MatMul
 from minigrad.ops.matmul import product as numpy_product
 from minigrad.ops.normalization import LayerNormFunction
 from minigrad.ops.sdpa import ScaledDotProductAttentionFunction
 from minigrad.ops.shapes import EmbeddingFunction
 from minigrad.speed import kernels
-from minigrad.speed.twins import FastAttention, FastGelu, FastGeluErf, FastLayerNorm, FastSoftmax, SlopeFunction
+from minigrad.speed.twins import (
+    FastAttention,
+    FastCrossEntropy,
+    FastGelu,
+    FastGeluErf,
+    FastLayerNorm,
+    FastSoftmax,
+    SlopeFunction,
+)
 
 
 def product(a: Any, b: Any) -> Any:
@@ -40,7 +49,7 @@ class CompiledLinear(LinearFunction):
 class CompiledSlope(SlopeFunction):
     """GELU (tanh or erf, `kernel`): y and dy/dx in one pass over x; backward's product on every core."""
 
-    kernel: str  # the name of its kernel in minigrad.kernels
+    kernel: str  # the name of its kernel in minigrad.speed.kernels
 
     def forward(self, x):
         if not kernels.takes(x):
@@ -63,7 +72,14 @@ class CompiledGeluErf(CompiledSlope, FastGeluErf):
 
 
 class CompiledSoftmax(FastSoftmax):
-    """Softmax's backward row by row, in one pass."""
+    """Softmax's forward and backward row by row, each row in one pass (its exps by exp32, on every core)."""
+
+    def forward(self, x):
+        x_rows = as_rows(x)
+        if not kernels.takes(x_rows):
+            return super().forward(x)
+        self.y = kernels.softmax(x_rows)[0].reshape(x.shape)
+        return self.y
 
     def backward(self, dout):
         dout_rows, y = as_rows(dout), as_rows(self.y)
@@ -72,6 +88,18 @@ class CompiledSoftmax(FastSoftmax):
                                           out=backend.get_array_module(dout_rows).empty_like(dout_rows))
             return (dx.reshape(dout.shape),)
         return super().backward(dout)
+
+
+class CompiledCrossEntropy(FastCrossEntropy):
+    """Cross-entropy's softmax row by row, each row in one pass (its exps by exp32, on every core); label smoothing
+    runs the NumPy code."""
+
+    @staticmethod
+    def losses_and_probs(x, rows, targets, smoothing):
+        if smoothing or not kernels.takes(x):
+            return FastCrossEntropy.losses_and_probs(x, rows, targets, smoothing)
+        probs, most, log_sums = kernels.softmax(x)
+        return log_sums - (x[rows, targets] - most), probs  # -log softmax(x)[t] = log(sum) - (x - max)[t]
 
 
 class CompiledLayerNorm(FastLayerNorm):
@@ -134,6 +162,7 @@ IMPLEMENTATIONS: dict[type[Function], type[Function]] = {
     GeluFunction: CompiledGelu,
     GeluErfFunction: CompiledGeluErf,
     SoftmaxFunction: CompiledSoftmax,
+    CrossEntropyFunction: CompiledCrossEntropy,
     LayerNormFunction: CompiledLayerNorm,
     ScaledDotProductAttentionFunction: CompiledAttention,
     EmbeddingFunction: CompiledEmbedding,

@@ -5,9 +5,10 @@ written as one loop over the elements (or the rows): where NumPy makes one pass 
 GELU's erf is about thirty), a kernel makes one, its loop spread over the cores (numba.prange). The matrix
 products run on the same threads (`product`, at the end): NumPy's BLAS, whose own threads would spin on the cores
 the kernels want, runs on one thread inside mg.compiled() (docs/performance.md, which also measures what each
-kernel buys). The Functions that call them are minigrad/compiled_functions.py's, subclasses of the teaching
-Functions (or of their in-place twins, minigrad/twins.py) that core.Function.apply runs instead under mg.compiled();
-the NumPy code they compile stays the definition, and tests/test_kernels.py checks every kernel against it.
+kernel buys). The Functions that call them are minigrad/speed/compiled_functions.py's, subclasses of the teaching
+Functions (or of their in-place twins, minigrad/speed/twins.py) that core.Function.apply runs instead under
+mg.compiled(); the NumPy code they compile stays the definition, and tests/test_kernels.py checks every kernel
+against it.
 
 Numba's own exp is the C library's, one element at a time; `exp32` below is Cephes' expf in plain arithmetic,
 which the compiler turns into vector instructions, 8 or 16 elements at a time.
@@ -20,6 +21,7 @@ import importlib.metadata
 import math
 import os
 import threading
+import time
 from typing import Any
 
 import numba
@@ -28,7 +30,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from minigrad.array import backend, runtime
+from minigrad.array import backend, blas_threads, machine, runtime
 from minigrad.array.arrays import as_rows
 
 F = np.float32
@@ -325,6 +327,38 @@ def _attention_rows(s, allowed, scale):
             row[j] /= total
 
 
+# ---- softmax by rows (twins.py's FastSoftmax forward, FastCrossEntropy.losses_and_probs) ----
+
+def softmax(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(y, most, log_sums) for rows x (N, M): y = exp(x - most) / sum, most each row's max and log_sums the log of
+    each row's sum of exp(x - most), both (N,): softmax's forward, and cross-entropy's -log softmax(x)[t] =
+    log_sums - (x[t] - most)."""
+    y = np.empty_like(x)
+    most, log_sums = np.empty(x.shape[0], F), np.empty(x.shape[0], F)
+    _softmax_rows(x, y, most, log_sums)
+    return y, most, log_sums
+
+
+@pjit
+def _softmax_rows(x, y, most, log_sums):
+    """Each row: its max (as _flip orders floats: an integer max, in vector instructions), y = exp(x - max) by
+    exp32, the sum, y /= sum. A NaN gives a NaN sum, and a row of NaN, as in NumPy; so do +inf and a row of -inf
+    (inf - inf)."""
+    n, m = x.shape
+    for r in numba.prange(n):
+        top = np.int32(-2**31)
+        for j in range(m):
+            top = max(top, _flip(_bits_of_float(x[r, j])))
+        row_max = _float_with_bits(_flip(top))
+        total = F(0.0)
+        for j in range(m):
+            y[r, j] = exp32(x[r, j] - row_max)
+            total += y[r, j]
+        for j in range(m):
+            y[r, j] /= total
+        most[r], log_sums[r] = row_max, math.log(total)
+
+
 # ---- softmax's backward by rows (twins.py's FastSoftmax and FastAttention.softmax_backward) ----
 
 def softmax_backward(dout: np.ndarray, y: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -411,28 +445,113 @@ def _mkl_sgemm() -> int:
 
 
 _BLAS, _OPENBLAS = _numpy_blas() if THREADED else (None, 0)
-# the cblas_sgemm (64-bit integers) of each BLAS found, by name; and whose kernels.product calls (None: the products
-# stay NumPy's). speed: MKL's, where the extra is installed: some 15% faster than OpenBLAS's on a transformer's skinny
-# shapes (docs/performance.md). NumPy's OpenBLAS is the one set to a thread inside mg.compiled() either way.
+# the cblas_sgemm (64-bit integers) of each BLAS found, by name; NumPy's OpenBLAS is the one set to a thread inside
+# mg.compiled() either way
 SGEMMS = {name: address for name, address in (("OpenBLAS", _OPENBLAS), ("MKL", _OPENBLAS and _mkl_sgemm()))
           if address}
-PRODUCTS = "MKL" if "MKL" in SGEMMS else "OpenBLAS" if SGEMMS else None
+FORCE_SGEMM = "MINIGRAD_SGEMM"  # OpenBLAS, MKL or NumPy: whose products run, instead of the measured choice
+# whose sgemm `product` calls (None: the products stay NumPy's) and how many threads the kernels run on, chosen at
+# the first take_cores by what runs faster here (choose_products), and how that was decided (describe() says it)
+PRODUCTS: str | None = None
+CHOSEN_BY = ""
 _cores_lock, _cores_taken, _blas_limit, _threads, _blas_found = threading.Lock(), 0, None, 1, None
+_chosen: tuple[tuple[str | None, int], int] | None = None  # ((MINIGRAD_SGEMM, threads allowed), threads chosen)
 
 
 def take_cores() -> None:
     """mg.compiled()'s entry: NumPy's BLAS on one thread, whatever limit was set before (threadpoolctl's, an
     environment variable), the kernels on as many threads as the BLAS had (at most runtime.threads();
-    OPENBLAS_NUM_THREADS, a threadpoolctl cap and runtime.share_cores count), until give_cores; calls nest.
-    Process-wide, as the BLAS's setting is: NumPy's own products are single-threaded meanwhile."""
-    global _cores_taken, _blas_limit, _threads, _blas_found
+    OPENBLAS_NUM_THREADS, a threadpoolctl cap and runtime.share_cores count) or fewer where fewer measured faster
+    (choose_products), until give_cores; calls nest. Process-wide, as the BLAS's setting is: NumPy's own products
+    are single-threaded meanwhile."""
+    global _cores_taken, _blas_limit, _threads, _blas_found, _chosen, PRODUCTS, CHOSEN_BY
+    forced_sgemm()  # a wrong MINIGRAD_SGEMM is refused before anything is set
     with _cores_lock:
         if _cores_taken == 0 and _BLAS is not None:
             _blas_found = min(lib.num_threads for lib in _BLAS.lib_controllers)
             _threads = max(1, min(_blas_found, runtime.threads(), numba.config.NUMBA_NUM_THREADS))
             _blas_limit = as_the_blas_controller(lambda: _BLAS.limit(limits=1))
+            asked = (os.environ.get(FORCE_SGEMM), _threads)
+            if _chosen is None or _chosen[0] != asked:  # chosen once, again where the override or the cap changed
+                PRODUCTS, threads, CHOSEN_BY = choose_products(_threads)
+                _chosen = (asked, threads)
+            _threads = _chosen[1]
         _cores_taken += 1
     numba.set_num_threads(_threads)
+
+
+def choose_products(allowed: int) -> tuple[str | None, int, str]:
+    """(whose sgemm `product` calls, the kernels' threads, how that was chosen): MINIGRAD_SGEMM where set; else the
+    fastest of each sgemm found at 1 and at `allowed` threads (at `allowed` only where OMP_NUM_THREADS,
+    OPENBLAS_NUM_THREADS or MKL_NUM_THREADS is set) on a transformer step's products and GELU
+    (representative_work), measured once per machine and kept in minigrad.array.machine's cache."""
+    forced = forced_sgemm()
+    if forced is not None:
+        return (None if forced == "NumPy" else forced), allowed, f"{FORCE_SGEMM}={os.environ[FORCE_SGEMM]}"
+    if not SGEMMS:
+        return None, allowed, "no sgemm found to call"
+    fixed = blas_threads.fixed_by_environment()
+    counts = sorted({allowed} if fixed else {1, allowed})  # a user's count: kept
+    candidates = [(name, n) for name in SGEMMS for n in counts]
+    if len(candidates) == 1:
+        threads = f", {fixed} keeping the threads" if fixed else ""
+        return candidates[0][0], candidates[0][1], f"the only sgemm found{threads}"
+    label = f"compiled products ({', '.join(f'{name} on {n}' for name, n in candidates)} threads)"
+    times, cached = machine.remembered(label, lambda: {f"{name} {n}": _time_work(name, n) for name, n in candidates})
+    best = min(candidates, key=lambda c: times[f"{c[0]} {c[1]}"])
+    said = ", ".join(f"{name} on {n}: {times[f'{name} {n}']:.2f} ms" for name, n in candidates)
+    return best[0], best[1], (f"measurement on this machine's representative products and GELU ({said}; "
+                              f"{'cached in ' + str(machine.cache_path()) if cached else 'measured now'})")
+
+
+def forced_sgemm() -> str | None:
+    """The sgemm MINIGRAD_SGEMM names (one of SGEMMS, or "NumPy"; any case), None where it is not set; a name not
+    found here is a ValueError naming those that are."""
+    forced = os.environ.get(FORCE_SGEMM)
+    if forced is None:
+        return None
+    names = {name.lower(): name for name in [*SGEMMS, "NumPy"]}
+    if forced.lower() not in names:
+        raise ValueError(f"{FORCE_SGEMM}={forced!r}: expected one of {', '.join(names.values())} (the sgemms found "
+                         "here, or NumPy for NumPy's own products)")
+    return names[forced.lower()]
+
+
+def representative_work(rows: int = 2048, width: int = 128) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A transformer step's products at `rows` tokens and `width` channels (benchmarks.bench's small): the
+    attention and MLP projections, a weight gradient (a transposed view, as the backward's), attention's stacked
+    products (B, nh, T, hs) @ (B, nh, hs, T)."""
+    rng = np.random.default_rng(0)
+
+    def arr(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape, dtype=F)
+
+    heads, seq = 4, 64
+    batch, hs = rows // seq, width // heads
+    return [(arr(rows, width), arr(width, 3 * width)), (arr(rows, width), arr(width, 4 * width)),
+            (arr(rows, 4 * width), arr(4 * width, width)), (arr(rows, 4 * width).T, arr(rows, width)),
+            (arr(batch, heads, seq, hs), arr(batch, heads, hs, seq))]
+
+
+def _time_work(name: str, threads: int, repeats: int = 3) -> float:
+    """ms of representative_work's products through `name`'s sgemm and a GELU over its widest array, on `threads`
+    of the kernels' threads, the best of `repeats` after one untimed."""
+    work = representative_work()
+    wide = work[1][0] @ work[1][1]
+    numba.set_num_threads(threads)
+
+    def run() -> None:
+        for a, b in work:
+            product(a, b, SGEMMS[name])
+        gelu_tanh(wide, slope=True)
+
+    run()
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return round(best * 1e3, 3)
 
 
 def give_cores() -> None:
@@ -471,6 +590,7 @@ def describe() -> str:
     """What mg.compiled() runs on, in one line: the kernels' threads, and whose sgemm the matrix products call."""
     threads = f"{_threads} thread{'s' if _threads > 1 else ''} ({numba.threading_layer() if THREADED else 'serial'})"
     products = f"{PRODUCTS}'s sgemm on those threads" if PRODUCTS else "NumPy (its BLAS)"
+    products += f", chosen by {CHOSEN_BY}" if CHOSEN_BY else ""
     blas = ("" if _blas_found is None else "; NumPy's OpenBLAS on the 1 thread it had" if _blas_found == 1 else
             f"; NumPy's OpenBLAS set from {_blas_found} threads to 1 meanwhile, given back on exit")
     return f"mg.compiled(): the kernels on {threads}, the matrix products by {products}{blas}"
@@ -495,13 +615,15 @@ def multiplies(a: np.ndarray, b: np.ndarray) -> bool:
             and (b.ndim == 2 or (a.ndim == b.ndim and a.shape[:-2] == b.shape[:-2])))
 
 
-def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def product(a: np.ndarray, b: np.ndarray, sgemm: int | None = None) -> np.ndarray:
     """a @ b, as NumPy's (a (..., M, K) or (..., K) rows against b (K, N); or stacks (..., M, K) @ (..., K, N)),
     each matrix handed to BLAS as it lies in memory, or transposed: a view such as attention's heads (B, nh, T, hs)
-    of a (B, T, C) array, or its K^T, is read where it is, not copied."""
+    of a (B, T, C) array, or its K^T, is read where it is, not copied. sgemm: the address of the cblas_sgemm to call
+    (default: PRODUCTS')."""
+    sgemm = SGEMMS[PRODUCTS] if sgemm is None else sgemm
     if b.ndim == 2:
-        return _products(as_rows(a)[None, None], b[None, None]).reshape(*a.shape[:-1], b.shape[1])
-    out = _products(_four_axes(a), _four_axes(b))
+        return _products(as_rows(a)[None, None], b[None, None], sgemm).reshape(*a.shape[:-1], b.shape[1])
+    out = _products(_four_axes(a), _four_axes(b), sgemm)
     return out.reshape(*a.shape[:-1], b.shape[-1])
 
 
@@ -527,7 +649,7 @@ def _layout(m: np.ndarray) -> tuple[np.ndarray, int, int]:
     return m, _AS_IS, max(cols, 1)
 
 
-def _products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _products(a: np.ndarray, b: np.ndarray, sgemm: int) -> np.ndarray:
     """The stacks a (n1, n2, M, K) @ b (n1, n2, K, N) -> (n1, n2, M, N), b's batch axes of size 1 broadcast."""
     n1, n2, M, K = a.shape
     N = b.shape[3]
@@ -540,7 +662,7 @@ def _products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a, how_a, lda = _layout(a)
     b, how_b, ldb = _layout(b)
     blocks = max(1, min(M // 32, -(-_threads // (n1 * n2))))  # blocks of rows, so that every thread has work
-    _sgemms(SGEMMS[PRODUCTS], how_a, how_b, blocks, a, lda, b, ldb, out)
+    _sgemms(sgemm, how_a, how_b, blocks, a, lda, b, ldb, out)
     return out
 
 
