@@ -20,6 +20,8 @@ ENGINE = Path(minigrad.__file__).parent
 # Files that may use NumPy freely, and why. None of them is an op: ops get arrays from their inputs.
 NUMPY_ALLOWED_IN = {
     "array/backend.py": "the one module that knows NumPy and CuPy apart",
+    "array/machine.py": "measures NumPy's own float32 sgemm on the CPU (the peak the benchmarks compare a step with) "
+                        "and names NumPy's version in the machine's key; no tensor's array is made there",
     "check/finite_differences.py": "compares gradients on the CPU in float64, moving arrays with backend.to_device / "
                              "to_numpy",
     "speed/kernels.py": "the compiled kernels (mg.compiled) run only on C-contiguous float32 NumPy arrays in the CPU's "
@@ -31,6 +33,8 @@ NUMPY_ALLOWED_IN = {
 # Files that may name CuPy, and why: only the backend makes arrays with it.
 CUPY_ALLOWED_IN = {
     "array/backend.py": "the one module that knows NumPy and CuPy apart",
+    "array/machine.py": "measures NumPy's own float32 sgemm on the CPU (the peak the benchmarks compare a step with) "
+                        "and names NumPy's version in the machine's key; no tensor's array is made there",
     "pytorch/distributed.py": "sends GPU arrays through CuPy's NCCL and gives each rank its GPU; it makes no arrays",
 }
 
