@@ -496,7 +496,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="timed steps per process (default: 30, 5 at seed-scale; --profile: 10, 3 at seed-scale)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps at the start of each process")
     p.add_argument("--pairs", type=int, default=5, help="rounds of one process per framework")
-    p.add_argument("--threads", type=int, default=machine.usable_cores(),
+    p.add_argument("--threads", type=int, default=runtime.usable_cores(),
                    help="BLAS/OpenMP/PyTorch threads in every process (default: the cores this process may use)")
     p.add_argument("--profile", action="store_true",
                    help="instead: per-primitive time table of each config (and torch.profiler's breakdown)")

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from minigrad.array import blas_threads, machine
+from minigrad.array import blas_threads, machine, runtime
 
 needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                  reason="Numba is not installed: pip install -e '.[compiled]'")
@@ -48,7 +48,7 @@ def test_an_unreadable_cache_is_measured_past_and_written_anew(cache):
 
 def test_the_key_names_what_makes_the_machine():
     key = machine.key()
-    assert machine.cpu_model() in key and f"{machine.usable_cores()} cores" in key
+    assert machine.cpu_model() in key and f"{runtime.usable_cores()} cores" in key
     assert set(machine.vector_extensions()) <= set(machine.VECTOR_EXTENSIONS)
     for pool in machine.blas_pools():  # the BLAS's kernel and threads: another cap is another machine
         assert pool["internal_api"] in key and f"on {pool['num_threads']} threads" in key

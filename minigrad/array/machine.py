@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from minigrad.array import runtime
+
 # the extensions that decide which kernels a BLAS and a compiler use (x86's, then Arm's), in /proc/cpuinfo's names
 VECTOR_EXTENSIONS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
                      "amx_tile", "asimd", "sve", "sve2")
@@ -49,11 +51,6 @@ def _cpuinfo() -> list[str]:
         return []
 
 
-def usable_cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def blas_pools() -> list[dict[str, Any]]:
     """The BLAS thread pools NumPy uses, as threadpoolctl sees them ([] without threadpoolctl)."""
     try:
@@ -78,8 +75,8 @@ def key() -> str:
     measured again."""
     blas = ",".join(f"{i['internal_api']} {i['version']} {i.get('architecture', '?')} on {i['num_threads']} threads"
                     for i in blas_pools())
-    return (f"{cpu_model()} | {' '.join(vector_extensions())} | {usable_cores()} cores | NumPy {np.__version__} | "
-            f"{blas or 'BLAS unknown'}")
+    return (f"{cpu_model()} | {' '.join(vector_extensions())} | {runtime.usable_cores()} cores | "
+            f"NumPy {np.__version__} | {blas or 'BLAS unknown'}")
 
 
 def cache_path() -> Path:
@@ -143,7 +140,7 @@ def describe() -> str:
     """The machine in two lines: CPU, extensions, cores; the BLAS and the sgemm peak (measured or cached)."""
     peak, cached = sgemm_peak()
     extensions = " ".join(vector_extensions()) or "none found"
-    return (f"CPU: {cpu_model()}; vector extensions: {extensions}; {usable_cores()} usable cores\n"
+    return (f"CPU: {cpu_model()}; vector extensions: {extensions}; {runtime.usable_cores()} usable cores\n"
             f"BLAS: {describe_blas()}; float32 sgemm peak ({PEAK_N}^3): {peak:.1f} GFLOP/s "
             f"({'cached in ' + str(cache_path()) if cached else 'measured now'})")
 

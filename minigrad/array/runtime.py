@@ -12,7 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from minigrad.array import backend, machine
+from minigrad.array import backend
 
 # ---- allocator ----
 
@@ -50,7 +50,12 @@ def keep_large_blocks_in_heap() -> None:
 
 # ---- threads ----
 
-_threads = machine.usable_cores()
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+_threads = usable_cores()
 _pool: ThreadPoolExecutor | None = None
 MIN_PARALLEL = 1 << 23  # elements; below, threads cost more than they save (docs/performance.md)
 
