@@ -317,14 +317,26 @@ def _attention_rows(s, allowed, scale):
         most = _float_with_bits(_flip(top))
         if allowed is not None and most == -math.inf:  # sees no key: exp(-inf - 0) = 0, not NaN
             most = F(0.0)
-        total = F(0.0)
-        for j in range(m):
-            row[j] = exp32(row[j] - most)
-            total += row[j]
+        total = _exps(row, row, most)
         if allowed is not None and total == 0:  # and its weights stay 0 (0 / 1)
             total = F(1.0)
-        for j in range(m):
-            row[j] /= total
+        _divide(row, total)
+
+
+@numba.njit(fastmath=FASTMATH, error_model="numpy", inline="always")
+def _exps(x, y, most):
+    """y = exp(x - most) along one row (y may be x), by exp32; returns their sum."""
+    total = F(0.0)
+    for j in range(x.size):
+        y[j] = exp32(x[j] - most)
+        total += y[j]
+    return total
+
+
+@numba.njit(fastmath=FASTMATH, error_model="numpy", inline="always")
+def _divide(y, total):
+    for j in range(y.size):
+        y[j] /= total
 
 
 # ---- softmax by rows (twins.py's FastSoftmax forward, FastCrossEntropy.losses_and_probs) ----
@@ -350,12 +362,8 @@ def _softmax_rows(x, y, most, log_sums):
         for j in range(m):
             top = max(top, _flip(_bits_of_float(x[r, j])))
         row_max = _float_with_bits(_flip(top))
-        total = F(0.0)
-        for j in range(m):
-            y[r, j] = exp32(x[r, j] - row_max)
-            total += y[r, j]
-        for j in range(m):
-            y[r, j] /= total
+        total = _exps(x[r], y[r], row_max)
+        _divide(y[r], total)
         most[r], log_sums[r] = row_max, math.log(total)
 
 
