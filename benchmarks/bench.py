@@ -69,9 +69,8 @@ def step_flops(c: dict[str, Any]) -> float:
 
 def matmul_ceiling(device: str = "cpu", n: int = CEILING_N, repeats: int = 5) -> float:
     """GFLOP/s of a float32 n x n x n matmul (NumPy, or CuPy on "cuda"), best of `repeats`, measured now."""
-    a = backend.to_device(np.random.default_rng(0).standard_normal((n, n), dtype=np.float32), device)
-    b = backend.to_device(np.random.default_rng(1).standard_normal((n, n), dtype=np.float32), device)
-    return machine.product_gflops(a, b, repeats, wait=lambda: backend.synchronize(device))
+    return machine.product_gflops(n, lambda a: backend.to_device(a, device), lambda: backend.synchronize(device),
+                                  repeats)
 
 
 # ---- the steps ----

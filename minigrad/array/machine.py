@@ -113,9 +113,12 @@ def remembered(name: str, measure: Callable[[], Any]) -> tuple[Any, bool]:
     return value, False
 
 
-def product_gflops(a: Any, b: Any, repeats: int = 5, wait: Callable[[], None] = lambda: None) -> float:
-    """GFLOP/s of a @ b (2 m k n operations), the best of `repeats` after one untimed; wait() after each (a GPU's
-    synchronize)."""
+def product_gflops(n: int = PEAK_N, place: Callable[[Any], Any] = lambda a: a, wait: Callable[[], None] = lambda: None,
+                   repeats: int = 5) -> float:
+    """GFLOP/s of a float32 n x n x n product a @ b (2 n^3 operations), the best of `repeats` after one untimed;
+    place(array) puts a and b where they are multiplied (a GPU's memory), wait() after each (a GPU's synchronize)."""
+    rng = np.random.default_rng(0)
+    a, b = (place(rng.standard_normal((n, n), dtype=np.float32)) for _ in range(2))
     a @ b
     wait()
     best = np.inf
@@ -124,16 +127,12 @@ def product_gflops(a: Any, b: Any, repeats: int = 5, wait: Callable[[], None] = 
         a @ b
         wait()
         best = min(best, time.perf_counter() - start)
-    return 2 * a.shape[0] * a.shape[1] * b.shape[1] / best / 1e9
+    return 2 * n**3 / best / 1e9
 
 
 def sgemm_peak(n: int = PEAK_N) -> tuple[float, bool]:
     """(GFLOP/s of NumPy's float32 n x n x n product on this machine's cores, whether it came from the cache)."""
-    def measure() -> float:
-        rng = np.random.default_rng(0)
-        a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
-        return round(product_gflops(a, b), 1)
-    return remembered(f"sgemm_peak_gflops {n}", measure)
+    return remembered(f"sgemm_peak_gflops {n}", lambda: round(product_gflops(n), 1))
 
 
 def describe() -> str:
