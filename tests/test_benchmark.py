@@ -248,3 +248,22 @@ def test_the_nanogpt_comparison_says_what_is_missing_before_any_work(monkeypatch
     assert nanogpt.main(["--data", "README.md", *argv]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"python -m benchmarks.nanogpt: error: {message}")
+
+
+def test_the_twins_benchmark_measures_each_twin_against_its_teaching_function_in_turn(capsys):
+    """benchmarks.twins: a row per twin, with steps timed on both sides, and whether the configuration runs it (tiny
+    runs the tanh GELU and attention, not the exact GELU); the table it switches is restored after each twin."""
+    from benchmarks import twins
+    from minigrad.core import modes
+
+    rows = {row["twin"]: row for row in twins.measure("tiny", rounds=2, warmup=1)}
+    assert set(rows) == {cls.__name__ for cls in twins.FUSED.values()}
+    assert rows["FastGelu"]["runs"] and rows["FastAttention"]["runs"] and not rows["FastGeluErf"]["runs"]
+    assert all(row["with_ms"] > 0 and row["without_ms"] > 0 and row["ratio"] > 0 for row in rows.values())
+    assert modes.implementations == {}
+    twins.main(["--configs", "tiny", "--rounds", "2"])
+    out = capsys.readouterr().out
+    assert "FastAttention" in out and "not run here: noise" in out
+    with pytest.raises(SystemExit):
+        twins.main(["--rounds", "1"])
+    assert "--rounds must be at least 2" in capsys.readouterr().err

@@ -145,8 +145,8 @@ def test_the_compiled_step_runs_the_compiled_implementations_instead(capsys):
     assert {("minigrad/speed/kernels.py", k) for k in ("layer_norm_forward", "layer_norm_backward", "gelu_tanh",
                                                   "multiply", "attention_weights", "softmax_backward", "add_rows",
                                                   "adam")} <= called
-    replaced = {"LayerNormFunction.forward", "LayerNormFunction.backward", "FastLayerNorm.forward",
-                "FastLayerNorm.backward", "GeluFunction.forward", "GeluFunction.backward", "SlopeFunction.forward",
+    replaced = {"LayerNormFunction.forward", "LayerNormFunction.backward", "GeluFunction.forward",
+                "GeluFunction.backward", "SlopeFunction.forward",
                 "SlopeFunction.backward", "ScaledDotProductAttentionFunction.weights", "FastAttention.weights",
                 "ScaledDotProductAttentionFunction.backward", "FastAttention.softmax_backward",
                 "SoftmaxFunction.backward", "EmbeddingFunction.backward"}
@@ -157,7 +157,8 @@ def test_the_compiled_step_runs_the_compiled_implementations_instead(capsys):
 def test_the_fused_path_runs_only_when_asked_for(capsys):
     called = {q for _, q in trace_second_iteration(["--fused"])}
     assert {"ScaledDotProductAttentionFunction.forward", "FastAttention.weights", "FastAttention.backward",
-            "FastLayerNorm.forward", "FastLayerNorm.backward", "SlopeFunction.forward", "Adam.fused_step"} <= called
+            "LayerNormFunction.forward", "LayerNormFunction.backward", "SlopeFunction.forward",
+            "Adam.fused_step"} <= called
     assert "SoftmaxFunction.forward" not in called and "Adam.update" not in called
     assert "Adam.update" in {q for _, q in trace_second_iteration([])}
 

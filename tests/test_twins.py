@@ -40,19 +40,10 @@ def _masked(L, S, hidden_rows=()):
 
 
 CASES = {  # name: (fn, input shapes)
-    "softmax": (F.softmax, [(3, 5, 7)]),
-    "softmax, one class": (F.softmax, [(4, 1)]),
-    "softmax, along axis 0": (lambda x: F.softmax(x, dim=0), [(5, 3)]),
     "gelu": (F.gelu, [(3, 7, 31)]),
     "gelu, tanh": (lambda x: F.gelu(x, approximate="tanh"), [(3, 7, 31)]),
     "gelu, 0-d": (F.gelu, [()]),
     "gelu, empty": (lambda x: F.gelu(x, approximate="tanh"), [(0, 3)]),
-    "layer_norm": (lambda x, w, b: F.layer_norm(x, 13, w, b), [(5, 7, 13), (13,), (13,)]),
-    "layer_norm, weight only": (lambda x, w: F.layer_norm(x, 9, w), [(4, 9), (9,)]),
-    "layer_norm, no affine": (lambda x: F.layer_norm(x, 11), [(3, 2, 11)]),
-    "layer_norm, one channel": (lambda x, w, b: F.layer_norm(x, 1, w, b), [(6, 1), (1,), (1,)]),
-    "layer_norm, constant rows": (lambda x, w, b: F.layer_norm(x * 0 + 3, 8, w, b), [(4, 8), (8,), (8,)]),
-    "layer_norm, no rows": (lambda x, w, b: F.layer_norm(x, 8, w, b), [(0, 8), (8,), (8,)]),
     "attention, causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
                           [(2, 3, 7, 5)] * 3),
     "attention, no mask, odd sizes": (F.scaled_dot_product_attention, [(2, 3, 7, 5), (2, 3, 9, 5), (2, 3, 9, 3)]),
@@ -65,12 +56,6 @@ CASES = {  # name: (fn, input shapes)
         lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, dropout_p=0.3),
         [(2, 3, 5, 4)] * 3 + [(5, 5)]),
     "attention, no keys": (F.scaled_dot_product_attention, [(2, 3, 4), (2, 0, 4), (2, 0, 4)]),
-    "cross_entropy": (lambda x: F.cross_entropy(x, np.array([2, 0, 6, 1, 1])), [(5, 7)]),
-    "cross_entropy, ignored rows, smoothing, sum": (
-        lambda x: F.cross_entropy(x, np.array([2, -100, 6, -100]), label_smoothing=0.2, reduction="sum"), [(4, 7)]),
-    "cross_entropy, none, (N, C, d)": (
-        lambda x: F.cross_entropy(x, np.array([[2, 0, 1], [1, 1, -100]]), reduction="none"), [(2, 4, 3)]),
-    "cross_entropy, every row ignored": (lambda x: F.cross_entropy(x, np.array([-100, -100])), [(2, 3)]),
 }
 
 
@@ -78,11 +63,10 @@ CASES = {  # name: (fn, input shapes)
 def test_each_twin_equals_its_teaching_function(case):
     fn, shapes = CASES[case]
     values = _values(shapes, seed=len(case))
-    with np.errstate(invalid="ignore"):  # every row ignored: a mean of nothing is NaN, on both paths alike
-        teaching, ran_teaching = _run(fn, values, fused=False)
-        twin, ran_twin = _run(fn, values, fused=True)
+    teaching, ran_teaching = _run(fn, values, fused=False)
+    twin, ran_twin = _run(fn, values, fused=True)
     assert ran_twin == {FUSED.get(cls, cls) for cls in ran_teaching}
-    assert ran_twin & set(FUSED.values()) or not ran_teaching & set(FUSED), "a twin ran"
+    assert ran_twin & set(FUSED.values()), "a twin ran"
     out, *grads = teaching
     np.testing.assert_array_equal(np.isnan(twin[0]), np.isnan(out))
     finite = ~np.isnan(out)
@@ -95,8 +79,7 @@ def test_each_twin_equals_its_teaching_function(case):
         assert error < 1e-12, f"{case}: input {i}: error {error:.2e} of the gradients' size {size:.2e}"
 
 
-@pytest.mark.parametrize("case", ["softmax", "layer_norm", "attention, masked rows", "attention, a float mask, dropout",
-                                  "cross_entropy, ignored rows, smoothing, sum"])
+@pytest.mark.parametrize("case", ["attention, causal", "attention, masked rows", "attention, a float mask, dropout"])
 def test_a_twin_that_keeps_what_its_teaching_backward_needs_gives_its_second_derivatives(case):
     fn, shapes = CASES[case]
     values = _values(shapes, seed=len(case))

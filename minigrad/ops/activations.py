@@ -1,6 +1,6 @@
 """Softmax, log_softmax and the activations (relu, leaky_relu, gelu, silu), and dropout: each one Function with
-a closed-form backward, written once against xp (docs/backward.md). Their twins that compute in place, for speed,
-are in minigrad/speed/twins.py.
+a closed-form backward, written once against xp (docs/backward.md). The GELUs' twins that compute in place, for
+speed, are in minigrad/speed/twins.py.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ from minigrad.ops import Primitive
 class SoftmaxFunction(Primitive):
     """y = exp(x - max) / sum(exp(x - max)) along the last axis;  dx = y * (dout - sum(dout * y))
 
-    softmax() swaps another axis to the last and back. (mg.fused() and mg.compiled() run a twin that computes in
-    place: minigrad/speed/twins.py.)"""
+    softmax() swaps another axis to the last and back. (mg.compiled() runs a kernel: minigrad/speed/kernels.py.)"""
 
     def forward(self, x):
         y = stable_softmax(x, -1)

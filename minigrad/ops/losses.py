@@ -44,8 +44,8 @@ class CrossEntropyFunction(Primitive):
     @staticmethod
     def losses_and_probs(x, rows, targets, smoothing):
         """Each row's loss -sum_c q_c log softmax(x)_c, q = (1 - eps) one_hot(t) + eps / V, and softmax(x), from one
-        exp: probs = exp(x - max) / sum and -log softmax(x)[t] = log(sum) - (x - max)[t]. (A twin computes them in
-        place: minigrad/speed/twins.py.)"""
+        exp: probs = exp(x - max) / sum and -log softmax(x)[t] = log(sum) - (x - max)[t]. (mg.compiled() computes
+        them in a kernel: minigrad/speed/kernels.py.)"""
         xp = backend.get_array_module(x)
         shifted = x - x.max(axis=1, keepdims=True)  # x - max: the same softmax, and exp can no longer overflow
         exps = xp.exp(shifted)  # (N, V)

@@ -22,8 +22,7 @@ class LayerNormFunction(Primitive):
 
     dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  dxhat = dout * w;
     dw = sum(dout * xhat),  db = sum(dout)  (over the rows).
-    It saves xhat and rstd, not x. (mg.fused() and mg.compiled() run a twin that computes in place:
-    minigrad/speed/twins.py.)
+    It saves xhat and rstd, not x. (mg.compiled() runs kernels: minigrad/speed/kernels.py.)
     """
 
     def forward(self, x, *affine, eps):

@@ -29,7 +29,7 @@ modes = Modes()
 class fused(Switch):
     """`with mg.fused():` the models' attention runs as one node, F.scaled_dot_product_attention, instead of its
     four steps written out (models/attention.py, where the choice is made), and the primitives that have a twin
-    computing in place (minigrad/speed/twins.py: softmax, the GELUs, layer norm, attention, cross-entropy) run it,
+    computing in place (minigrad/speed/twins.py: the GELUs and attention) run it,
     chosen where core.Function.apply chooses (beside mg.compiled()'s, which win); mg.fused(False) turns both off
     again."""
 

@@ -21,15 +21,7 @@ from minigrad.ops.normalization import LayerNormFunction
 from minigrad.ops.sdpa import ScaledDotProductAttentionFunction
 from minigrad.ops.shapes import EmbeddingFunction
 from minigrad.speed import kernels
-from minigrad.speed.twins import (
-    FastAttention,
-    FastCrossEntropy,
-    FastGelu,
-    FastGeluErf,
-    FastLayerNorm,
-    FastSoftmax,
-    SlopeFunction,
-)
+from minigrad.speed.twins import FastAttention, FastGelu, FastGeluErf, SlopeFunction
 
 
 def product(a: Any, b: Any) -> Any:
@@ -71,7 +63,7 @@ class CompiledGeluErf(CompiledSlope, FastGeluErf):
     kernel = "gelu_erf"
 
 
-class CompiledSoftmax(FastSoftmax):
+class CompiledSoftmax(SoftmaxFunction):
     """Softmax's forward and backward row by row, each row in one pass (its exps by exp32, on every core)."""
 
     def forward(self, x):
@@ -90,19 +82,19 @@ class CompiledSoftmax(FastSoftmax):
         return super().backward(dout)
 
 
-class CompiledCrossEntropy(FastCrossEntropy):
+class CompiledCrossEntropy(CrossEntropyFunction):
     """Cross-entropy's softmax row by row, each row in one pass (its exps by exp32, on every core); label smoothing
     runs the NumPy code."""
 
     @staticmethod
     def losses_and_probs(x, rows, targets, smoothing):
         if smoothing or not kernels.takes(x):
-            return FastCrossEntropy.losses_and_probs(x, rows, targets, smoothing)
+            return CrossEntropyFunction.losses_and_probs(x, rows, targets, smoothing)
         probs, most, log_sums = kernels.softmax(x)
         return log_sums - (x[rows, targets] - most), probs  # -log softmax(x)[t] = log(sum) - (x - max)[t]
 
 
-class CompiledLayerNorm(FastLayerNorm):
+class CompiledLayerNorm(LayerNormFunction):
     """Layer norm's forward and backward row by row, each row in one pass."""
 
     def forward(self, x, *affine, eps):

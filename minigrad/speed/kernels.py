@@ -204,11 +204,11 @@ def _add_rows(target, indices, rows):
         target[indices[i]] += rows[i]
 
 
-# ---- layer norm, row by row (twins.py's FastLayerNorm) ----
+# ---- layer norm, row by row (normalization.py's LayerNormFunction) ----
 
 def layer_norm_forward(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """y, xhat and rstd of FastLayerNorm.forward for rows x (N, C)."""
+    """y, xhat and rstd of LayerNormFunction.forward for rows x (N, C)."""
     xhat, rstd = np.empty_like(x), np.empty((x.shape[0], 1), x.dtype)
     y = xhat if w is None else np.empty_like(x)
     _layer_norm_rows(x, w, b, eps, y, xhat, rstd)
@@ -217,7 +217,7 @@ def layer_norm_forward(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None
 
 def layer_norm_backward(dout: np.ndarray, xhat: np.ndarray, rstd: np.ndarray, w: np.ndarray | None
                         ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """dx, dw and db (None without w) of FastLayerNorm.backward for rows dout (N, C)."""
+    """dx, dw and db (None without w) of LayerNormFunction.backward for rows dout (N, C)."""
     dx = np.empty_like(dout)
     dw, db = (None, None) if w is None else (np.empty_like(w), np.empty_like(w))
     _layer_norm_backward_rows(dout, xhat, rstd, w, dx, dw, db, min(_threads, max(len(dout), 1)))
@@ -339,7 +339,7 @@ def _divide(y, total):
         y[j] /= total
 
 
-# ---- softmax by rows (twins.py's FastSoftmax forward, FastCrossEntropy.losses_and_probs) ----
+# ---- softmax by rows (SoftmaxFunction's forward, CrossEntropyFunction.losses_and_probs) ----
 
 def softmax(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(y, most, log_sums) for rows x (N, M): y = exp(x - most) / sum, most each row's max and log_sums the log of
@@ -367,7 +367,7 @@ def _softmax_rows(x, y, most, log_sums):
         most[r], log_sums[r] = row_max, math.log(total)
 
 
-# ---- softmax's backward by rows (twins.py's FastSoftmax and FastAttention.softmax_backward) ----
+# ---- softmax's backward by rows (SoftmaxFunction's and FastAttention.softmax_backward) ----
 
 def softmax_backward(dout: np.ndarray, y: np.ndarray, out: np.ndarray) -> np.ndarray:
     """out = y * (dout - sum(dout * y)) along each row of y (N, M), softmax's output (out may be dout)."""

@@ -1,6 +1,7 @@
 """Named twins of teaching Functions that compute in place, reusing their buffers (speed: docs/performance.md):
-softmax, the GELUs, layer norm, attention and cross-entropy's forward. mg.fused() and mg.compiled() run them,
-chosen where core.Function.apply chooses (FUSED); tests/test_fused.py checks each against its teaching Function.
+the GELUs and attention, the twins that measured paying 3% of a step or more (`python -m benchmarks.twins`).
+mg.fused() and mg.compiled() run them, chosen where core.Function.apply chooses (FUSED); tests/test_twins.py checks
+each against its teaching Function.
 Each saves what its teaching backward needs and runs that backward under create_graph=True; the GELUs, which save
 dy/dx instead of x, refuse create_graph=True in one line. Shapes: N = all leading dimensions flattened.
 """
@@ -13,43 +14,14 @@ from typing import Any
 
 from minigrad import core
 from minigrad.array import backend
-from minigrad.array.arrays import as_rows, column_sums, in_blocks, row_max, row_sums, unbroadcast
-from minigrad.ops.activations import GeluErfFunction, GeluFunction, SoftmaxFunction
-from minigrad.ops.losses import CrossEntropyFunction, row_weights
-from minigrad.ops.normalization import LayerNormFunction
+from minigrad.array.arrays import as_rows, in_blocks, row_max, row_sums, unbroadcast
+from minigrad.ops.activations import GeluErfFunction, GeluFunction
 from minigrad.ops.sdpa import ScaledDotProductAttentionFunction
 from minigrad.tensor import Function
 
 _GELU_C, _GELU_K = math.sqrt(2 / math.pi), 0.044715
 _SQRT_HALF = math.sqrt(0.5)
 _ONE_OVER_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
-
-
-# ---- softmax ----
-
-class FastSoftmax(SoftmaxFunction):
-    """SoftmaxFunction computed in place in y and dx, with the row maxima and sums of arrays.row_max and
-    arrays.row_sums."""
-
-    def forward(self, x):
-        xp = backend.get_array_module(x)
-        x_rows = as_rows(x)  # (N, L)
-        shifted = xp.subtract(x_rows, row_max(x_rows))  # x - max: changes nothing, but exp() can no longer overflow
-        exps = xp.exp(shifted, out=shifted)  # exp(x - max), in shifted's memory
-        y = xp.divide(exps, row_sums(exps), out=exps)  # y = exp(x - max) / sum(exp(x - max)), in the exps' memory
-        self.y = y.reshape(x.shape)
-        return self.y
-
-    def backward(self, dout):
-        if core.modes.graph:
-            return super().backward(dout)
-        # in the forward pass this was: y = exp(x) / sum(exp(x)), so dy_i/dx_j = y_i * (delta_ij - y_j)
-        xp = backend.get_array_module(dout)
-        dout_rows, y = as_rows(dout), as_rows(self.y)  # (N, L)
-        dout_y = xp.multiply(dout_rows, y)  # dout * y
-        centred = xp.subtract(dout_rows, row_sums(dout_y), out=dout_y)  # dout - sum(dout * y), in dout_y's memory
-        dx = xp.multiply(centred, y, out=centred)  # dx = y * (dout - sum(dout * y)), in the same memory
-        return (dx.reshape(dout.shape),)
 
 
 # ---- GELU: dy/dx computed in forward, block by block in cache ----
@@ -123,60 +95,6 @@ class FastGeluErf(SlopeFunction, GeluErfFunction):
     block = staticmethod(_gelu_erf_block)
 
 
-# ---- layer norm ----
-
-class FastLayerNorm(LayerNormFunction):
-    """LayerNormFunction with row and column sums through arrays.row_sums and column_sums, the work done in place:
-    each quantity has its name where it is computed, and shares the memory of one computed before it."""
-
-    def forward(self, x, *affine, eps):
-        xp = backend.get_array_module(x)
-        x_rows = as_rows(x)  # (N, C)
-        w, b = (*affine, None, None)[:2]  # (C,) each, or None
-        inv_c = 1 / max(x_rows.shape[1], 1)
-        mean = row_sums(x_rows) * inv_c  # (N, 1)
-        centred = xp.subtract(x_rows, mean)  # x - mean, (N, C)
-        squares = xp.multiply(centred, centred)  # (x - mean)^2, (N, C): y is computed in its memory below
-        var = row_sums(squares) * inv_c  # mean((x - mean)^2), (N, 1)
-        rstd = 1 / xp.sqrt(var + eps)  # (N, 1)
-        xhat = xp.multiply(centred, rstd, out=centred)  # xhat = (x - mean) * rstd, in centred's memory
-        if w is not None:
-            y = xp.multiply(xhat, w, out=squares)  # y = xhat * w + b, (N, C) * (C,), in the squares' memory
-            if b is not None:
-                y += b
-        else:
-            y = xhat
-        self.xhat, self.rstd, self.w = xhat, rstd, w
-        return y.reshape(x.shape)
-
-    def backward(self, dout):
-        if core.modes.graph:
-            return super().backward(dout)
-        xp = backend.get_array_module(dout)
-        xhat, dout_rows, w = self.xhat, as_rows(dout), self.w  # (N, C), (N, C), (C,)
-        dw = db = None
-        inv_c = 1 / max(xhat.shape[1], 1)
-        # in the forward pass this was: y = xhat * w + b
-        dout_xhat = xp.multiply(dout_rows, xhat)  # dout * xhat, (N, C)
-        if w is not None:
-            dw, db = column_sums(dout_xhat), column_sums(dout_rows)  # (C,) each: summed over the rows
-            dxhat = xp.multiply(dout_rows, w)  # dxhat = dout * w, (N, C)
-            dxhat_xhat = xp.multiply(dxhat, xhat, out=dout_xhat)  # dxhat * xhat, in dout_xhat's memory
-        else:
-            dxhat = dout_rows.copy()  # dxhat = dout, copied: dx is computed in its memory below
-            dxhat_xhat = dout_xhat
-        # and before that: xhat = (x - mean) * rstd, where x enters three ways, one term each
-        mean_dxhat_xhat = row_sums(dxhat_xhat) * inv_c  # (N, 1)
-        mean_dxhat = row_sums(dxhat) * inv_c  # (N, 1)
-        # dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), in place:
-        terms = xp.multiply(xhat, mean_dxhat_xhat, out=dxhat_xhat)  # the terms through rstd and mean, summed in
-        terms += mean_dxhat  # dxhat_xhat's memory: mean(dxhat) + xhat * mean(dxhat * xhat)
-        inner = xp.subtract(dxhat, terms, out=dxhat)  # dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)
-        dx = xp.multiply(inner, self.rstd, out=inner)  # both in dxhat's memory
-        dx = dx.reshape(dout.shape)
-        return (dx,) if w is None else (dx, dw, db)[: len(self.needs_input_grad)]
-
-
 # ---- attention ----
 
 class FastAttention(ScaledDotProductAttentionFunction):
@@ -229,46 +147,8 @@ class FastAttention(ScaledDotProductAttentionFunction):
         return xp.multiply(centred, p, out=centred)  # dS = P * (dP - rowsum(dP * P)), in centred's memory
 
 
-# ---- cross-entropy ----
-
-class FastCrossEntropy(CrossEntropyFunction):
-    """CrossEntropyFunction with x - max, its exps and probs in one (N, V) array, the row maxima and sums of
-    arrays.row_max and row_sums; dx built in place in w * probs."""
-
-    @staticmethod
-    def losses_and_probs(x, rows, targets, smoothing):
-        xp = backend.get_array_module(x)
-        shifted = xp.subtract(x, row_max(x))  # x - max: the same softmax, and exp can no longer overflow
-        target_shifted = shifted[rows, targets]  # (x - max)[t], (N,): a copy, taken before exp overwrites shifted
-        if smoothing:
-            mean_shifted = row_sums(shifted)[:, 0] * (1 / x.shape[1])
-        exps = xp.exp(shifted, out=shifted)  # exp(x - max), in shifted's memory
-        sums = row_sums(exps)  # (N, 1)
-        log_sums = xp.log(sums[:, 0])
-        losses = log_sums - target_shifted  # -log softmax(x)[t] = log(sum) - (x - max)[t]
-        if smoothing:
-            losses = (1 - smoothing) * losses - smoothing * (mean_shifted - log_sums)
-        probs = xp.divide(exps, sums, out=exps)  # softmax(x) = exp(x - max) / sum, in the exps' memory
-        return losses, probs
-
-    def backward(self, dout):
-        if core.modes.graph:
-            return super().backward(dout)
-        xp = backend.get_array_module(dout)
-        counted = self.counted[:, None] > 0  # (N, 1)
-        w = xp.where(counted, row_weights(dout, self.reduction, self.n, self.probs.shape[0]), 0)  # (N, 1)
-        dx = self.probs * w  # dx = w (probs - q), built in place
-        dx[self.rows, self.targets] -= (1 - self.smoothing) * w[:, 0]
-        if self.smoothing:
-            dx -= (self.smoothing / dx.shape[1]) * w
-        return (dx.reshape(self.logits_shape),)
-
-
 FUSED: dict[type[Function], type[Function]] = {
-    SoftmaxFunction: FastSoftmax,
     GeluFunction: FastGelu,
     GeluErfFunction: FastGeluErf,
-    LayerNormFunction: FastLayerNorm,
     ScaledDotProductAttentionFunction: FastAttention,
-    CrossEntropyFunction: FastCrossEntropy,
 }
