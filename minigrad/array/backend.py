@@ -215,9 +215,9 @@ def erf(x: Array) -> Array:
 
 def erfc(x: Array) -> Array:
     """1 - erf(x), without the cancellation: CuPy's own on the GPU; on the CPU, in float64 Cody's functions, in a
-    lower precision one formula to that precision, computed in x's dtype in place (speed: the exact GELU reads it):
-    erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), for z = |x|, relative error below 1.2e-7 (Numerical Recipes'
-    Chebyshev fit, "erfcc"), and erfc(-z) = 2 - erfc(z)."""
+    lower precision one formula to that precision, computed in x's dtype block by block (speed and memory: the exact
+    GELU reads it; _erfc_block): erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), for z = |x|, relative error below
+    1.2e-7 (Numerical Recipes' Chebyshev fit, "erfcc"), and erfc(-z) = 2 - erfc(z)."""
     if device_of(x) == "cuda":
         return cupyx.scipy.special.erfc(x)
     x = np.asarray(x)
@@ -228,11 +228,22 @@ def erfc(x: Array) -> Array:
         y[far] = _cody_erfc(x[far])
         return y
     flat = x.reshape(-1)  # in place works on a 0-d x too (NumPy makes scalars of 0-d results)
-    z = np.abs(flat)
-    t = np.multiply(z, 0.5, dtype=np.result_type(x.dtype, np.float32))
+    y = np.empty(flat.shape, dtype=np.result_type(x.dtype, np.float32))
+    for start in range(0, flat.size, ERFC_BLOCK):
+        _erfc_block(flat[start:start + ERFC_BLOCK], y[start:start + ERFC_BLOCK])
+    return y.reshape(x.shape)
+
+
+ERFC_BLOCK = 1 << 16  # elements: a block and its two temporaries stay in cache, and the temporaries stay small
+
+
+def _erfc_block(x: np.ndarray, p: np.ndarray) -> None:
+    """p = erfc(x), the formula of erfc() above, in place in p and two temporaries of x's size."""
+    z = np.abs(x)
+    t = np.multiply(z, 0.5, dtype=p.dtype)
     t += 1
     np.reciprocal(t, out=t)  # t = 1 / (1 + z/2), in (0, 1]
-    p = np.multiply(t, ERFC_CHEBYSHEV[0], out=np.empty_like(t))
+    np.multiply(t, ERFC_CHEBYSHEV[0], out=p)
     for c in ERFC_CHEBYSHEV[1:-1]:  # Horner's rule, highest power first
         p += c
         p *= t
@@ -240,9 +251,8 @@ def erfc(x: Array) -> Array:
     z *= z
     p -= z  # -z^2 + P(t)
     np.exp(p, out=p)
-    p *= np.copysign(t, flat, out=t)  # erfc(|x|), negated where x < 0 (or -0)
-    p += np.multiply(np.signbit(flat), p.dtype.type(2))  # there erfc(-z) = 2 - erfc(z) (speed: no branch, no mask)
-    return p.reshape(x.shape)
+    p *= np.copysign(t, x, out=t)  # erfc(|x|), negated where x < 0 (or -0)
+    p += np.multiply(np.signbit(x), p.dtype.type(2), out=z)  # erfc(-z) = 2 - erfc(z) (no branch, no mask; in z)
 
 
 # Numerical Recipes (Press et al., 2nd ed., section 6.2, erfcc), highest power of t first

@@ -47,13 +47,13 @@ class CrossEntropyFunction(Primitive):
         exp: probs = exp(x - max) / sum and -log softmax(x)[t] = log(sum) - (x - max)[t]. (mg.compiled() computes
         them in a kernel: minigrad/speed/kernels.py.)"""
         xp = backend.get_array_module(x)
-        shifted = x - x.max(axis=1, keepdims=True)  # x - max: the same softmax, and exp can no longer overflow
-        exps = xp.exp(shifted)  # (N, V)
+        most = x.max(axis=1)  # (N,): x - max, the same softmax, and exp can no longer overflow
+        exps = xp.exp(x - most[:, None])  # (N, V)
         sums = exps.sum(axis=1, keepdims=True)  # (N, 1)
         log_sums = xp.log(sums[:, 0])
-        losses = log_sums - shifted[rows, targets]  # -log softmax(x)[t] = log(sum) - (x - max)[t]
+        losses = log_sums - (x[rows, targets] - most)  # -log softmax(x)[t] = log(sum) - (x - max)[t]
         if smoothing:  # -sum_c q_c log softmax(x)_c = (1 - eps) (-log softmax(x)[t]) - eps mean_c log softmax(x)_c
-            losses = (1 - smoothing) * losses - smoothing * (shifted.sum(axis=1) * (1 / x.shape[1]) - log_sums)
+            losses = (1 - smoothing) * losses - smoothing * (x.sum(axis=1) * (1 / x.shape[1]) - most - log_sums)
         return losses, exps / sums
 
     def backward(self, dout):
