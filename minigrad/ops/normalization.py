@@ -31,10 +31,9 @@ class LayerNormFunction(Primitive):
         w, b = (*affine, None, None)[:2]  # (C,) each, or None
         inv_c = 1 / max(x_rows.shape[1], 1)  # C = 0: nothing to normalise, y is empty (as in PyTorch)
         mean = row_sums(x_rows) * inv_c  # (N, 1)
-        centred = x_rows - mean  # (N, C)
-        var = row_sums(centred * centred) * inv_c  # (N, 1)
+        var = row_sums((x_rows - mean) ** 2) * inv_c  # (N, 1)
         rstd = 1 / xp.sqrt(var + eps)  # (N, 1)
-        xhat = centred * rstd  # (N, C)
+        xhat = (x_rows - mean) * rstd  # (N, C)
         y = xhat if w is None else xhat * w if b is None else xhat * w + b
         self.xhat, self.rstd, self.w = xhat, rstd, w
         return y.reshape(x.shape)
