@@ -74,3 +74,49 @@ def test_the_report_says_whether_the_losses_agree_and_how_near_the_peak_each_run
     assert f"| 30.0 | {flops / 30.0 / 1e6:.1f} | 33% |" in text and "| 20.0 |" in text and "| 50% |" in text
     results["medians"]["minigrad"]["val_loss"] = 1.92
     assert "NOT within 0.03" in nanogpt.report(results, peak)
+
+
+def test_train_py_s_step_is_nanogpt_s_step_from_the_same_weights_on_the_same_batches(tmp_path):
+    """What the recipe's two sides share once their random draws are made equal: train.py's train_step (clip, AdamW
+    with decay on the matrices) and nanoGPT's loop as torch_run writes it, from the same float64 weights on the same
+    batches with nanoGPT's schedule, give the same losses and weights to rounding, step after step. (On the
+    benchmark the two draw their own weights and batches, so their held-out losses differ by what seeds do.)"""
+    import minigrad as mg
+    from gptlab.tasks import make_task, split
+    from minigrad.optim import AdamW, decay_groups
+    from models import GPT, GPTConfig
+    from models.torch_reference import from_minigrad
+    from train import get_batch, train_step
+
+    text = tmp_path / "text.txt"
+    text.write_text("".join(f"{i}: to be, or not to be, that is the question.\n" for i in range(60)), encoding="utf-8")
+    task = make_task("text", data=str(text), seq_len=17)
+    data = split(task)
+    mg.manual_seed(0)
+    config = GPTConfig(vocab_size=len(task.vocab), block_size=16, n_layer=2, n_head=2, n_embd=32, dropout=0.0,
+                       bias=False, gelu="none")
+    model = GPT(config).to(mg.float64)
+    ref = from_minigrad(model, dtype=torch.float64, sdpa=True)
+    r = nanogpt.RECIPE
+    opt = AdamW(decay_groups(model.named_parameters(), r["weight_decay"]), lr=r["learning_rate"],
+                betas=(0.9, r["beta2"]))
+    params = list(ref.parameters())
+    ref_opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": r["weight_decay"]},
+                                 {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
+                                lr=r["learning_rate"], betas=(0.9, r["beta2"]))
+    rng = np.random.default_rng(1)
+    for it in range(30):
+        lr = nanogpt.nanogpt_lr(it, 30)
+        for group in (*opt.param_groups, *ref_opt.param_groups):
+            group["lr"] = lr
+        x, y = get_batch(data, rng, 4)
+        ours = train_step(model, opt, x, y, r["grad_clip"])
+        _, loss = ref(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(y))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(ref.parameters(), r["grad_clip"])
+        ref_opt.step()
+        ref_opt.zero_grad(set_to_none=True)
+        assert ours == pytest.approx(loss.item(), rel=1e-12, abs=1e-12), f"step {it}"
+    theirs = dict(ref.named_parameters())
+    for name, p in model.named_parameters():
+        np.testing.assert_allclose(p.numpy(), theirs[name].detach().numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
