@@ -25,7 +25,7 @@ from benchmarks.bench import step_flops, write_atomically
 from gptlab.tasks import make_task, split
 from minigrad.array import blas_threads, machine
 from models import IGNORE_INDEX
-from train import batch_arrays
+from train import batch_arrays, get_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 USAGE = """\
@@ -95,29 +95,52 @@ def nanogpt_model(vocab_size: int) -> Any:
     return model
 
 
-def torch_run(data: str, steps: int, seed: int) -> dict[str, Any]:
+def train_py_model(data: str, seed: int) -> Any:
+    """The model train.py starts the recipe from with `seed` (its settings, config and seeded init: gptlab), in
+    PyTorch: models/torch_reference.TorchGPT with the same weights, attention through PyTorch's fused kernel."""
+    import torch
+
+    from gptlab import run
+    from gptlab.settings import build_task, initial_model, model_config
+    from models.torch_reference import from_minigrad
+
+    settings = run.resolve_settings(run.build_parser().parse_args(train_py_argv(data, 1, seed, "unused")), None)
+    model = initial_model(settings, model_config(settings, build_task(settings)), "cpu")
+    return from_minigrad(model, dtype=torch.float32, sdpa=True)
+
+
+def torch_run(data: str, steps: int, seed: int, same_start: bool = False) -> dict[str, Any]:
     """nanoGPT's training loop on train.py's split of `data`: its batches (torch.randint windows of the training part),
     AdamW with weight decay on the matrices, its learning-rate schedule, clipping; then the loss on the held-out part,
-    with the windows train.py uses. Time per step: from drawing the batch to the end of the update, as nanoGPT's dt."""
+    with the windows train.py uses. Time per step: from drawing the batch to the end of the update, as nanoGPT's dt.
+    same_start: from train.py's initial weights for `seed`, on the batches train.py draws (its generator,
+    default_rng(seed)), instead of nanoGPT's own draws: the two runs then differ by rounding and by the first 100
+    steps' warmup (train.py's lr reaches its peak one step sooner), not by what the seed drew."""
     import torch
 
     r = RECIPE
     task = make_task("text", data=data, seq_len=r["block_size"] + 1)  # the same characters, split and held-out part
     torch.manual_seed(seed)
-    model = nanogpt_model(len(task.vocab))
+    model = train_py_model(data, seed) if same_start else nanogpt_model(len(task.vocab))
+    draws = np.random.default_rng(seed)  # train.py's batches, where same_start
     params = list(model.parameters())
     opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": r["weight_decay"]},
                              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
                             lr=r["learning_rate"], betas=(0.9, r["beta2"]))
     data_ids, T, B = torch.from_numpy(task.train_ids), r["block_size"], r["batch_size"]
+    train_split = split(task)
     times = []
     for it in range(steps):
         start = time.perf_counter()
         for group in opt.param_groups:
             group["lr"] = nanogpt_lr(it, steps)
-        ix = torch.randint(len(data_ids) - T, (B,))
-        x = torch.stack([data_ids[i:i + T] for i in ix])
-        y = torch.stack([data_ids[i + 1:i + 1 + T] for i in ix])
+        if same_start:
+            xs, ys = get_batch(train_split, draws, B)
+            x, y = torch.from_numpy(np.ascontiguousarray(xs)), torch.from_numpy(ys)
+        else:
+            ix = torch.randint(len(data_ids) - T, (B,))
+            x = torch.stack([data_ids[i:i + T] for i in ix])
+            y = torch.stack([data_ids[i + 1:i + 1 + T] for i in ix])
         _, loss = model(x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), r["grad_clip"])
@@ -125,7 +148,7 @@ def torch_run(data: str, steps: int, seed: int) -> dict[str, Any]:
         opt.zero_grad(set_to_none=True)
         times.append(time.perf_counter() - start)
     model.eval()
-    tokens, scored = split(task).heldout
+    tokens, scored = train_split.heldout
     loss_sum, counted = 0.0, 0
     with torch.no_grad():
         for i in range(0, len(tokens), 256):
@@ -156,23 +179,25 @@ def last_line(stderr: str) -> str:
     return lines[-1] if lines else "(nothing on stderr)"
 
 
-def torch_worker(data: str, steps: int, seed: int, env: dict[str, str], threads: int | None) -> dict[str, Any]:
+def torch_worker(data: str, steps: int, seed: int, env: dict[str, str], threads: int | None,
+                 same_start: bool = False) -> dict[str, Any]:
     argv = [sys.executable, "-m", "benchmarks.nanogpt", "--worker", "torch", "--data", data, "--steps", str(steps),
-            "--seeds", str(seed), *(["--threads", str(threads)] if threads else [])]
+            "--seeds", str(seed), *(["--threads", str(threads)] if threads else []),
+            *(["--same-start"] if same_start else [])]
     result = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"the PyTorch worker failed ({result.returncode}): {last_line(result.stderr)}")
     return json.loads(result.stdout.splitlines()[-1])
 
 
-def compare(data: str, steps: int, seeds: list[int], out: str, threads: int | None, speed: str = "plain"
-            ) -> dict[str, Any]:
+def compare(data: str, steps: int, seeds: list[int], out: str, threads: int | None, speed: str = "plain",
+            same_start: bool = False) -> dict[str, Any]:
     """Each seed: train.py and the PyTorch re-implementation, each in a fresh process, alternating which goes first."""
     env = dict(os.environ, **({v: str(threads) for v in blas_threads.THREAD_VARIABLES} if threads else {}))
     runs: dict[str, list[dict[str, Any]]] = {"minigrad": [], "nanoGPT (PyTorch)": []}
     for k, seed in enumerate(seeds):
         jobs = [("minigrad", lambda s=seed: minigrad_run(data, steps, s, os.path.join(out, f"seed{s}"), env, speed)),
-                ("nanoGPT (PyTorch)", lambda s=seed: torch_worker(data, steps, s, env, threads))]
+                ("nanoGPT (PyTorch)", lambda s=seed: torch_worker(data, steps, s, env, threads, same_start))]
         for name, job in jobs if k % 2 == 0 else jobs[::-1]:
             runs[name].append({"seed": seed, **job()})
             print(f"seed {seed}  {name:<18} held-out loss {runs[name][-1]['val_loss']:.4f}  "
@@ -182,7 +207,8 @@ def compare(data: str, steps: int, seeds: list[int], out: str, threads: int | No
     flops = recipe_flops(len(make_task("text", data=data, seq_len=RECIPE["block_size"] + 1).vocab))
     for m in medians.values():
         m["gflops"] = flops / m["ms_per_step"] / 1e6
-    return {"data": data, "steps": steps, "seeds": seeds, "threads": threads, "speed": speed, "recipe": RECIPE,
+    return {"data": data, "steps": steps, "seeds": seeds, "threads": threads, "speed": speed, "same_start": same_start,
+            "recipe": RECIPE,
             "step_flops": flops, "runs": runs, "medians": medians}
 
 
@@ -200,8 +226,9 @@ def report(results: dict[str, Any], peak: float) -> str:
     gap = ours["val_loss"] - theirs["val_loss"]
     rows = [f"| {name} | {v['val_loss']:.4f} | {v['ms_per_step']:.1f} | {v['gflops']:.1f} | "
             f"{100 * v['gflops'] / peak:.0f}% |" for name, v in m.items()]
+    start = "; PyTorch from train.py's start (--same-start)" if results.get("same_start") else ""
     return "\n".join([f"{results['steps']} steps, seeds {' '.join(map(str, results['seeds']))}, train.py "
-                      f"{results.get('speed', 'plain')}; medians:",
+                      f"{results.get('speed', 'plain')}{start}; medians:",
                       "| | held-out loss | ms/step | GFLOP/s | % of peak |", "|---|---|---|---|---|", *rows,
                       f"held-out loss, minigrad - PyTorch: {gap:+.4f} ({'within' if abs(gap) <= 0.03 else 'NOT within'}"
                       f" 0.03); time per step, minigrad / PyTorch: {ours['ms_per_step'] / theirs['ms_per_step']:.2f}"])
@@ -230,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", metavar="FILE", help="also write every run's figures here")
     p.add_argument("--speed", choices=list(SPEEDS), default="plain", help="train.py as `python train.py` runs it "
                    "(plain, the default), with --fused, or with --compiled (pip install -e '.[compiled]')")
+    p.add_argument("--same-start", action="store_true", help="the PyTorch side starts from train.py's weights for "
+                   "each seed and draws train.py's batches, instead of nanoGPT's own draws: the held-out losses then "
+                   "differ by rounding (and the warmup's first steps), not by what each side's seed drew")
     p.add_argument("--worker", choices=["torch"], help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     missing = None if args.worker else what_is_missing(args.data, args.speed)
@@ -241,11 +271,12 @@ def main(argv: list[str] | None = None) -> int:
             import torch
 
             torch.set_num_threads(args.threads)
-        print(json.dumps(torch_run(args.data, args.steps, args.seeds[0])))
+        print(json.dumps(torch_run(args.data, args.steps, args.seeds[0], args.same_start)))
         return 0
     print(machine.describe(), flush=True)  # the machine, and the sgemm peak the table's "% of peak" divides by
     peak = machine.sgemm_peak()[0]
-    results = {**compare(args.data, args.steps, args.seeds, args.out, args.threads, args.speed), "sgemm_peak": peak,
+    results = {**compare(args.data, args.steps, args.seeds, args.out, args.threads, args.speed, args.same_start),
+               "sgemm_peak": peak,
                "machine": machine.key()}
     print(report(results, peak))
     if args.json:
