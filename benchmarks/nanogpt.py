@@ -95,17 +95,18 @@ def nanogpt_model(vocab_size: int) -> Any:
     return model
 
 
-def train_py_model(data: str, seed: int) -> Any:
-    """The model train.py starts the recipe from with `seed` (its settings, config and seeded init: gptlab), in
-    PyTorch: models/torch_reference.TorchGPT with the same weights, attention through PyTorch's fused kernel."""
+def train_py_model(data: str, seed: int, task: Any) -> Any:
+    """The model train.py starts the recipe from with `seed` (its settings, config and seeded init: gptlab) for
+    `task`, the recipe's text task, in PyTorch: models/torch_reference.TorchGPT with the same weights, attention
+    through PyTorch's fused kernel."""
     import torch
 
     from gptlab import run
-    from gptlab.settings import build_task, initial_model, model_config
+    from gptlab.settings import initial_model, model_config
     from models.torch_reference import from_minigrad
 
     settings = run.resolve_settings(run.build_parser().parse_args(train_py_argv(data, 1, seed, "unused")), None)
-    model = initial_model(settings, model_config(settings, build_task(settings)), "cpu")
+    model = initial_model(settings, model_config(settings, task), "cpu")
     return from_minigrad(model, dtype=torch.float32, sdpa=True)
 
 
@@ -121,27 +122,29 @@ def torch_run(data: str, steps: int, seed: int, same_start: bool = False) -> dic
     r = RECIPE
     task = make_task("text", data=data, seq_len=r["block_size"] + 1)  # the same characters, split and held-out part
     torch.manual_seed(seed)
-    model = train_py_model(data, seed) if same_start else nanogpt_model(len(task.vocab))
-    draws = np.random.default_rng(seed)  # train.py's batches, where same_start
+    model = train_py_model(data, seed, task) if same_start else nanogpt_model(len(task.vocab))
     params = list(model.parameters())
     opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": r["weight_decay"]},
                              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
                             lr=r["learning_rate"], betas=(0.9, r["beta2"]))
     data_ids, T, B = torch.from_numpy(task.train_ids), r["block_size"], r["batch_size"]
     train_split = split(task)
+    draws = np.random.default_rng(seed)  # train.py's batch generator
+
+    def batch() -> tuple[Any, Any]:
+        """The step's (x, y): train.py's batch where same_start, else nanoGPT's torch.randint windows."""
+        if same_start:
+            xs, ys = get_batch(train_split, draws, B)
+            return torch.from_numpy(np.ascontiguousarray(xs)), torch.from_numpy(ys)
+        ix = torch.randint(len(data_ids) - T, (B,))
+        return torch.stack([data_ids[i:i + T] for i in ix]), torch.stack([data_ids[i + 1:i + 1 + T] for i in ix])
+
     times = []
     for it in range(steps):
         start = time.perf_counter()
         for group in opt.param_groups:
             group["lr"] = nanogpt_lr(it, steps)
-        if same_start:
-            xs, ys = get_batch(train_split, draws, B)
-            x, y = torch.from_numpy(np.ascontiguousarray(xs)), torch.from_numpy(ys)
-        else:
-            ix = torch.randint(len(data_ids) - T, (B,))
-            x = torch.stack([data_ids[i:i + T] for i in ix])
-            y = torch.stack([data_ids[i + 1:i + 1 + T] for i in ix])
-        _, loss = model(x, y)
+        _, loss = model(*batch())
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), r["grad_clip"])
         opt.step()

@@ -219,7 +219,7 @@ def row_max(a: Array) -> Array:
     return a.max(axis=1, keepdims=True)
 
 
-BLOCK = 1 << 16  # elements per block on the CPU: a block and a few temporaries of its size stay in cache
+BLOCK = backend.BLOCK  # elements per block on the CPU (in_blocks reads it here: a test makes it smaller)
 
 
 def in_blocks(fill: Callable[[Array, Array, Array | None], None], x: Array, slope: bool) -> tuple[Array, Array | None]:

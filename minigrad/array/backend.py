@@ -229,12 +229,12 @@ def erfc(x: Array) -> Array:
         return y
     flat = x.reshape(-1)  # in place works on a 0-d x too (NumPy makes scalars of 0-d results)
     y = np.empty(flat.shape, dtype=np.result_type(x.dtype, np.float32))
-    for start in range(0, flat.size, ERFC_BLOCK):
-        _erfc_block(flat[start:start + ERFC_BLOCK], y[start:start + ERFC_BLOCK])
+    for start in range(0, flat.size, BLOCK):
+        _erfc_block(flat[start:start + BLOCK], y[start:start + BLOCK])
     return y.reshape(x.shape)
 
 
-ERFC_BLOCK = 1 << 16  # elements: a block and its two temporaries stay in cache, and the temporaries stay small
+BLOCK = 1 << 16  # elements per block on the CPU: a block and a few temporaries of its size stay in cache
 
 
 def _erfc_block(x: np.ndarray, p: np.ndarray) -> None:
